@@ -27,6 +27,10 @@ func (l Layout) ConfigDir() string { return l.join("/etc/amazon/pcs/lifecycle/ac
 // ScriptsDir holds cached scripts (0700).
 func (l Layout) ScriptsDir() string { return filepath.Join(l.ConfigDir(), "scripts") }
 
+// CachedScript is the cached copy of the script called name. Names are validated by the
+// configuration (no "/", no leading "."), so the file stays inside ScriptsDir.
+func (l Layout) CachedScript(name string) string { return filepath.Join(l.ScriptsDir(), name) }
+
 // CachedConfig is the configuration cached at first boot.
 func (l Layout) CachedConfig() string {
 	return filepath.Join(l.ConfigDir(), "node-lifecycle-actions.json")
@@ -37,6 +41,9 @@ func (l Layout) StateDir() string { return l.join("/var/lib/amazon/pcs/lifecycle
 
 // StateFile is state.json.
 func (l Layout) StateFile() string { return filepath.Join(l.StateDir(), "state.json") }
+
+// JournalFile is the append-only journal folded into state.json.
+func (l Layout) JournalFile() string { return filepath.Join(l.StateDir(), "state.journal") }
 
 // LockFile is the exclusive lock of writers.
 func (l Layout) LockFile() string { return filepath.Join(l.StateDir(), "lock") }

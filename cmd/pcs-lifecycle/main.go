@@ -1,0 +1,22 @@
+// Command pcs-lifecycle runs a compute node's lifecycle scripts; see README.md.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/pcs-lifecycle/pcs-lifecycle/internal/cli"
+)
+
+func main() {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	go func() {
+		s := <-sigs
+		cancel(&cli.SignalCause{Signal: s})
+	}()
+	os.Exit(cli.Execute(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}

@@ -1,0 +1,157 @@
+// Package cache keeps downloaded scripts and the node's configuration on disk: written
+// atomically with exact modes, and verified against the digest recorded at download before
+// every use. A cached file that changed on disk, or that someone else could have changed, is
+// never handed out.
+package cache
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/pcs-lifecycle/pcs-lifecycle/internal/fsutil"
+	"github.com/pcs-lifecycle/pcs-lifecycle/internal/paths"
+)
+
+// Modes of the cache (SPEC: dir 0700, files 0700, root).
+const (
+	DirMode    os.FileMode = 0o700
+	ScriptMode os.FileMode = 0o700
+	ConfigMode os.FileMode = 0o600
+)
+
+// Cache is the script and configuration cache of one node.
+type Cache struct {
+	layout paths.Layout
+}
+
+// New returns the cache of a layout.
+func New(l paths.Layout) *Cache { return &Cache{layout: l} }
+
+// TamperedError says a cached file no longer matches what was downloaded, or is unsafe.
+type TamperedError struct {
+	Path   string
+	Reason string
+}
+
+func (e *TamperedError) Error() string {
+	return fmt.Sprintf("cached %s: %s; refusing to use it", e.Path, e.Reason)
+}
+
+// Digest is the lowercase hex SHA-256 of data.
+func Digest(data []byte) string {
+	s := sha256.Sum256(data)
+	return hex.EncodeToString(s[:])
+}
+
+// PutScript stores a downloaded script atomically and returns its path and digest.
+func (c *Cache) PutScript(name string, data []byte) (string, string, error) {
+	if err := checkName(name); err != nil {
+		return "", "", err
+	}
+	if err := fsutil.MkdirAll(c.layout.ConfigDir(), DirMode); err != nil {
+		return "", "", fmt.Errorf("cache: %w", err)
+	}
+	if err := fsutil.MkdirAll(c.layout.ScriptsDir(), DirMode); err != nil {
+		return "", "", fmt.Errorf("cache: %w", err)
+	}
+	p := c.layout.CachedScript(name)
+	if err := fsutil.WriteAtomic(p, data, ScriptMode); err != nil {
+		return "", "", fmt.Errorf("cache: %w", err)
+	}
+	return p, Digest(data), nil
+}
+
+// HasScript reports whether a cached copy of name exists.
+func (c *Cache) HasScript(name string) bool {
+	fi, err := os.Lstat(c.layout.CachedScript(name))
+	return err == nil && fi.Mode().IsRegular()
+}
+
+// Script verifies the cached copy of name against digest and returns its path and content.
+// A missing file is os.ErrNotExist; a changed or unsafe one a *TamperedError.
+func (c *Cache) Script(name, digest string) (string, []byte, error) {
+	if err := checkName(name); err != nil {
+		return "", nil, err
+	}
+	p := c.layout.CachedScript(name)
+	data, err := readSafe(p)
+	if err != nil {
+		return p, nil, err
+	}
+	if digest == "" {
+		return p, nil, &TamperedError{Path: p, Reason: "no digest was recorded at download"}
+	}
+	if got := Digest(data); got != strings.ToLower(digest) {
+		return p, nil, &TamperedError{Path: p, Reason: fmt.Sprintf("content changed on disk (sha256 %s, recorded %s)", got, digest)}
+	}
+	return p, data, nil
+}
+
+// readSafe reads a cached file, refusing symlinks and files others could write.
+func readSafe(p string) ([]byte, error) {
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			return nil, &TamperedError{Path: p, Reason: "is a symlink"}
+		}
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, &TamperedError{Path: p, Reason: "not a regular file"}
+	}
+	if fi.Mode().Perm()&0o022 != 0 {
+		return nil, &TamperedError{Path: p, Reason: fmt.Sprintf("group- or world-writable (mode %04o)", fi.Mode().Perm())}
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
+		return nil, &TamperedError{Path: p, Reason: fmt.Sprintf("owned by uid %d, not %d", st.Uid, os.Geteuid())}
+	}
+	buf := make([]byte, fi.Size())
+	n, err := f.ReadAt(buf, 0)
+	if err != nil && n != len(buf) {
+		return nil, err
+	}
+	return buf[:n], nil
+}
+
+// PutConfig stores the node's configuration document atomically.
+func (c *Cache) PutConfig(data []byte) error {
+	if err := fsutil.MkdirAll(c.layout.ConfigDir(), DirMode); err != nil {
+		return fmt.Errorf("cache: %w", err)
+	}
+	if err := fsutil.WriteAtomic(c.layout.CachedConfig(), data, ConfigMode); err != nil {
+		return fmt.Errorf("cache configuration: %w", err)
+	}
+	return nil
+}
+
+// Config returns the cached configuration document (os.ErrNotExist when there is none).
+func (c *Cache) Config() ([]byte, error) { return readSafe(c.layout.CachedConfig()) }
+
+// Wipe removes every cached script and the cached configuration (a new instance).
+func (c *Cache) Wipe() error {
+	if err := os.RemoveAll(c.layout.ScriptsDir()); err != nil {
+		return fmt.Errorf("cache: %w", err)
+	}
+	if err := os.Remove(c.layout.CachedConfig()); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("cache: %w", err)
+	}
+	return nil
+}
+
+func checkName(name string) error {
+	if name == "" || strings.ContainsAny(name, "/\x00") || strings.HasPrefix(name, ".") || filepath.Base(name) != name {
+		return fmt.Errorf("cache: script name %q cannot be a file name", name)
+	}
+	return nil
+}

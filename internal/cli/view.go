@@ -1,0 +1,75 @@
+package cli
+
+import (
+	"errors"
+	"os"
+	"strings"
+
+	"github.com/pcs-lifecycle/pcs-lifecycle/internal/cache"
+	"github.com/pcs-lifecycle/pcs-lifecycle/internal/exitcode"
+	"github.com/pcs-lifecycle/pcs-lifecycle/internal/paths"
+	"github.com/pcs-lifecycle/pcs-lifecycle/internal/state"
+	"github.com/pcs-lifecycle/pcs-lifecycle/pkg/lifecycle"
+)
+
+// view is a reader's look at a node: no lock, no network, no writes.
+type view struct {
+	layout paths.Layout
+	st     *state.State
+	doc    *lifecycle.Document
+	cache  *cache.Cache
+	bootID string
+	inst   string
+}
+
+func openView(o *Options, wantDoc bool) (*view, error) {
+	v := &view{layout: paths.New(o.Root)}
+	v.cache = cache.New(v.layout)
+	var err error
+	v.st, err = state.Read(v.layout.StateFile(), v.layout.JournalFile())
+	if err != nil {
+		return nil, exitf(exitcode.Internal, "%v", err)
+	}
+	v.bootID = o.BootID
+	if v.bootID == "" {
+		b, err := os.ReadFile(v.layout.BootID())
+		if err != nil {
+			return nil, exitf(exitcode.Internal, "boot id: %v (give --boot-id)", err)
+		}
+		v.bootID = strings.TrimSpace(string(b))
+	}
+	v.inst = o.InstanceID
+	if v.inst == "" && v.st != nil {
+		v.inst = v.st.InstanceID
+	}
+	if !wantDoc {
+		if data, err := v.cache.Config(); err == nil {
+			v.doc, _, _ = lifecycle.Parse(data, lifecycle.Options{})
+		}
+		return v, nil
+	}
+	var data []byte
+	switch {
+	case o.Config != "" && (v.st == nil || v.st.InstanceID != v.inst || v.st.ConfigSHA == ""):
+		data, err = os.ReadFile(o.Config)
+		if err != nil {
+			return nil, exitf(exitcode.Usage, "--config: %v", err)
+		}
+	default:
+		data, err = v.cache.Config()
+		if errors.Is(err, os.ErrNotExist) {
+			if o.Config == "" {
+				return nil, exitf(exitcode.Usage, "no configuration cached on this node; give --config")
+			}
+			data, err = os.ReadFile(o.Config)
+		}
+		if err != nil {
+			return nil, exitf(exitcode.Internal, "configuration: %v", err)
+		}
+	}
+	v.doc, _, err = lifecycle.Parse(data, lifecycle.Options{})
+	if err != nil {
+		return nil, usageProblems("configuration", err)
+	}
+	return v, nil
+}

@@ -1,0 +1,151 @@
+// Package fsutil holds the careful file operations every writer of the executor uses: atomic
+// replacement (temp file, fsync, rename, fsync of the directory), directories and files created
+// with exact modes whatever the umask, and opens that never follow a planted symlink.
+package fsutil
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"syscall"
+)
+
+// MkdirAll creates dir and its missing parents; dir itself gets exactly mode (parents 0755),
+// whatever the umask. An existing dir that is a symlink is refused.
+func MkdirAll(dir string, mode os.FileMode) error {
+	fi, err := os.Lstat(dir)
+	if err == nil {
+		if fi.Mode()&os.ModeSymlink != 0 {
+			return fmt.Errorf("%s: is a symlink, refusing to use it", dir)
+		}
+		if !fi.IsDir() {
+			return fmt.Errorf("%s: not a directory", dir)
+		}
+		if fi.Mode().Perm() != mode {
+			if err := os.Chmod(dir, mode); err != nil {
+				return fmt.Errorf("chmod %s: %w", dir, err)
+			}
+		}
+		return nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return err
+	}
+	if err := os.Mkdir(dir, mode); err != nil && !errors.Is(err, os.ErrExist) {
+		return err
+	}
+	return os.Chmod(dir, mode)
+}
+
+// WriteAtomic replaces path with data: a temp file in the same directory with exactly mode,
+// fsync, rename over path, fsync of the directory. A crash at any point leaves either the old
+// or the new content, never a partial file; the temp file is removed on error.
+func WriteAtomic(path string, data []byte, mode os.FileMode) error {
+	return writeAtomic(path, data, mode, true)
+}
+
+// WriteAtomicNoSync is WriteAtomic without the fsyncs: safe against the process being killed
+// (the page cache survives), not against power loss.
+func WriteAtomicNoSync(path string, data []byte, mode os.FileMode) error {
+	return writeAtomic(path, data, mode, false)
+}
+
+func writeAtomic(path string, data []byte, mode os.FileMode, durable bool) (err error) {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	tmp := f.Name()
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	if err = f.Chmod(mode); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if _, err = f.Write(data); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if durable {
+		if err = f.Sync(); err != nil {
+			return fmt.Errorf("write %s: fsync: %w", path, err)
+		}
+	}
+	if err = f.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if fi, lerr := os.Lstat(path); lerr == nil && fi.Mode()&os.ModeSymlink != 0 {
+		// rename replaces the link itself, never its target; say so anyway: someone planted it.
+		err = fmt.Errorf("write %s: a symlink was planted there; refusing to replace it", path)
+		return err
+	}
+	if err = os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if durable {
+		return SyncDir(dir)
+	}
+	return nil
+}
+
+// SyncDir fsyncs a directory so a rename or create in it is durable.
+func SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("fsync %s: %w", dir, err)
+	}
+	return nil
+}
+
+// OpenAppend opens path for appending, creating it with exactly mode; a symlink at path is
+// refused (O_NOFOLLOW) with an error that says so.
+func OpenAppend(path string, mode os.FileMode) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, mode)
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			return nil, fmt.Errorf("open %s: a symlink was planted there; refusing to follow it", path)
+		}
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("open %s: not a regular file", path)
+	}
+	if fi.Mode().Perm() != mode {
+		if err := f.Chmod(mode); err != nil {
+			f.Close()
+			return nil, err
+		}
+	}
+	return f, nil
+}
+
+// ReadFile reads path without following a symlink at its last component.
+func ReadFile(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			return nil, fmt.Errorf("read %s: is a symlink; refusing to follow it", path)
+		}
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
+}

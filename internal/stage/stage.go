@@ -1,0 +1,530 @@
+// Package stage runs one lifecycle stage on one boot: it downloads what the boot needs (all
+// scripts of both stages, concurrently, once per boot), decides for each script whether it
+// runs, verifies the cached copy, executes it, writes its log and the executor log, records
+// the outcome in the state and applies its onError.
+package stage
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/pcs-lifecycle/pcs-lifecycle/internal/cache"
+	"github.com/pcs-lifecycle/pcs-lifecycle/internal/decide"
+	"github.com/pcs-lifecycle/pcs-lifecycle/internal/exitcode"
+	"github.com/pcs-lifecycle/pcs-lifecycle/internal/identity"
+	"github.com/pcs-lifecycle/pcs-lifecycle/internal/paths"
+	"github.com/pcs-lifecycle/pcs-lifecycle/internal/proc"
+	"github.com/pcs-lifecycle/pcs-lifecycle/internal/scriptlog"
+	"github.com/pcs-lifecycle/pcs-lifecycle/internal/state"
+	"github.com/pcs-lifecycle/pcs-lifecycle/pkg/lifecycle"
+)
+
+// Downloader fetches a script's bytes; retry false means a single attempt.
+type Downloader interface {
+	Download(ctx context.Context, src lifecycle.ScriptSource, retry bool) ([]byte, error)
+}
+
+// Observer hears about scripts as they start and end (sd_notify STATUS, for instance).
+type Observer interface {
+	ScriptStarted(stage, name string)
+	ScriptEnded(stage, name string, run *state.ScriptRun)
+}
+
+// Shell runs scripts that have no "#!" line.
+var Shell = "/bin/sh"
+
+// BaseEnv is the fixed part of every script's environment.
+var BaseEnv = []string{
+	"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+	"HOME=/root",
+	"LANG=C.UTF-8",
+}
+
+// PassThroughEnv names the caller's variables handed to scripts when set.
+var PassThroughEnv = []string{
+	"HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy",
+	"SLURM_CONF", "SLURM_CONF_SERVER",
+}
+
+// Runner runs stages of one boot. The caller holds the state lock.
+type Runner struct {
+	Layout        paths.Layout
+	Log           *zap.Logger
+	Doc           *lifecycle.Document
+	Node          identity.Node
+	Store         *state.Store
+	Cache         *cache.Cache
+	Downloader    Downloader
+	Observer      Observer
+	Force         bool
+	ScriptTimeout time.Duration
+	StageTimeout  map[string]time.Duration
+	KillGrace     time.Duration
+	Now           func() time.Time
+}
+
+// Outcome is how a stage ended.
+type Outcome struct {
+	Stage       string
+	ExitCode    int
+	Status      state.StageStatus
+	Interrupted bool
+	Failures    []Failure
+	AlreadyRan  bool
+}
+
+// Failure is one failed script.
+type Failure struct {
+	Stage, Script string
+	ExitCode      int
+	Signal        string
+	OnError       lifecycle.OnError
+	Err           string
+}
+
+var errStageTimeout = errors.New("stage timeout")
+
+func (r *Runner) now() time.Time {
+	if r.Now != nil {
+		return r.Now().UTC()
+	}
+	return time.Now().UTC()
+}
+
+func (r *Runner) boot() *state.Boot { return r.Store.State.EnsureBoot(r.Node.BootID, r.now()) }
+
+// OnErrorName is onError as the executor log spells it (observed: "StopSequence").
+func OnErrorName(o lifecycle.OnError) string {
+	switch o {
+	case lifecycle.Terminate:
+		return "Terminate"
+	case lifecycle.StopSequence:
+		return "StopSequence"
+	case lifecycle.Continue:
+		return "Continue"
+	}
+	return string(o)
+}
+
+// Decide is the run decision for one script of the stage in the current state (plan and
+// status use it too, through DecideIn).
+func (r *Runner) Decide(stage string, s lifecycle.Script) decide.Decision {
+	return DecideIn(r.Store.State, r.Node.BootID, stage, s, r.Force)
+}
+
+// DecideIn asks decide.Run with the inputs taken from st for bootID.
+func DecideIn(st *state.State, bootID, stage string, s lifecycle.Script, force bool) decide.Decision {
+	in := decide.Input{Policy: s.ExecutionPolicy, Force: force, FirstBoot: st.FirstBootID == bootID}
+	if b := st.Boot(bootID); b != nil {
+		if sr := b.Stages[stage]; sr != nil && (sr.Status == state.StageRunning || sr.Status == state.StageInterrupted) {
+			in.ThisBoot = sr.Script(s.Name)
+		}
+	}
+	in.History = st.Scripts[state.Key(stage, s.Name)]
+	if fb := st.FirstBootStage(stage); fb != nil && fb.Status != state.StageRunning && fb.Status != state.StageInterrupted {
+		in.FirstBootStageEnded = true
+	}
+	return decide.Run(in)
+}
+
+// FetchDecision says whether the script must be downloaded this boot.
+func FetchDecision(st *state.State, c *cache.Cache, bootID string, caching lifecycle.CachingPolicy, stage, name string) decide.Decision {
+	h := st.Scripts[state.Key(stage, name)]
+	in := decide.FetchInput{Caching: caching}
+	if h != nil && h.Digest != "" && c.HasScript(name) {
+		in.Cached = true
+		in.FetchedThisBoot = h.FetchedBoot == bootID
+	}
+	return decide.Fetch(in)
+}
+
+type job struct {
+	stage string
+	s     lifecycle.Script
+}
+
+// Prefetch downloads, concurrently, every script of both stages that will run this boot and
+// is not usable from the cache. It runs once per boot; failures are logged and left for the
+// script's turn.
+func (r *Runner) Prefetch(ctx context.Context) error {
+	b := r.boot()
+	if b.Prefetched && !r.Force {
+		return nil
+	}
+	var jobs []job
+	for _, stage := range lifecycle.Stages {
+		for _, s := range r.Doc.Scripts(stage) {
+			if !r.Decide(stage, s).Run {
+				continue
+			}
+			fd := FetchDecision(r.Store.State, r.Cache, r.Node.BootID, r.Doc.ScriptCachingPolicy, stage, s.Name)
+			if fd.Run {
+				jobs = append(jobs, job{stage, s})
+			}
+		}
+	}
+	type result struct {
+		digest string
+		err    error
+		dur    time.Duration
+		size   int
+	}
+	results := make([]result, len(jobs))
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i, j := range jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			t0 := time.Now()
+			data, err := r.Downloader.Download(ctx, j.s.ScriptSource, true)
+			res := result{err: err, dur: time.Since(t0), size: len(data)}
+			if err == nil {
+				_, res.digest, res.err = r.Cache.PutScript(j.s.Name, data)
+			}
+			results[i] = res
+		}()
+	}
+	wg.Wait()
+	at := r.now()
+	for i, j := range jobs {
+		res := results[i]
+		if res.err != nil {
+			r.Log.Warn("download failed; one more attempt at the script's turn",
+				zap.String("stage", j.stage), zap.String("script", j.s.Name),
+				zap.String("location", j.s.ScriptSource.ScriptLocation), zap.Int64("duration_ms", res.dur.Milliseconds()),
+				zap.String("error", res.err.Error()))
+			continue
+		}
+		h := r.Store.State.History(j.stage, j.s.Name)
+		h.Digest, h.Location, h.FetchedBoot, h.FetchedAt = res.digest, j.s.ScriptSource.ScriptLocation, r.Node.BootID, &at
+		r.Log.Info("Downloaded script", zap.String("stage", j.stage), zap.String("script", j.s.Name),
+			zap.String("location", j.s.ScriptSource.ScriptLocation), zap.Int("bytes", res.size),
+			zap.String("sha256", res.digest), zap.Int64("duration_ms", res.dur.Milliseconds()))
+	}
+	if len(jobs) > 0 {
+		r.Log.Info("downloads finished", zap.Int("scripts", len(jobs)), zap.Int64("duration_ms", time.Since(start).Milliseconds()))
+	}
+	b = r.boot()
+	b.Prefetched = true
+	return r.Store.Save()
+}
+
+// RunStage runs stage on this boot. The error is the executor's own failure (state, disk);
+// script failures are in the Outcome.
+func (r *Runner) RunStage(ctx context.Context, stage string) (Outcome, error) {
+	out := Outcome{Stage: stage}
+	st := r.Store.State
+	log := r.Log.With(zap.String("stage", stage))
+	if t := st.Terminated; t != nil && !r.Force {
+		log.Error("instance was terminated by an earlier TERMINATE; running nothing (--force overrides)",
+			zap.String("terminated_by", t.Stage+"/"+t.Script), zap.String("terminated_boot_id", t.BootID))
+		out.ExitCode, out.Status = exitcode.Terminate, state.StageRefused
+		return out, nil
+	}
+	b := r.boot()
+	sr := b.Stages[stage]
+	switch {
+	case sr != nil && sr.Status != state.StageRunning && sr.Status != state.StageInterrupted && !r.Force:
+		log.Info("stage already ran this boot; nothing to do (--force runs it again)",
+			zap.String("status", string(sr.Status)), zap.Int("exit_code", sr.ExitCode))
+		out.ExitCode, out.Status, out.AlreadyRan = sr.ExitCode, sr.Status, true
+		return out, nil
+	case sr != nil && !r.Force && (sr.Status == state.StageRunning || sr.Status == state.StageInterrupted):
+		log.Warn("resuming a stage cut short earlier in this boot", zap.Int("previous_pid", sr.PID))
+		for _, s := range sr.Scripts {
+			if s.Status == state.ScriptRunning {
+				s.Status, s.Reason = state.ScriptInterrupted, "executor stopped while it ran"
+				if h := st.Scripts[state.Key(stage, s.Name)]; h != nil {
+					h.Last = s
+				}
+			}
+		}
+		sr.Status, sr.PID = state.StageRunning, os.Getpid()
+	default:
+		sr = &state.StageRun{Status: state.StageRunning, StartedAt: r.now(), PID: os.Getpid(), Forced: r.Force}
+		b.Stages[stage] = sr
+	}
+	if err := r.Store.Save(); err != nil {
+		return out, err
+	}
+	if err := r.Prefetch(ctx); err != nil {
+		return out, err
+	}
+	scripts := r.Doc.Scripts(stage)
+	log.Info("stage started", zap.Int("scripts", len(scripts)), zap.Bool("first_boot", b.FirstBoot))
+	stageStart := time.Now()
+
+	sctx := ctx
+	if d := r.StageTimeout[stage]; d > 0 {
+		var cancel context.CancelFunc
+		sctx, cancel = context.WithTimeoutCause(ctx, d, errStageTimeout)
+		defer cancel()
+	}
+
+	result := exitcode.OK
+	stop := ""
+	for _, s := range scripts {
+		slog := log.With(zap.String("script", s.Name))
+		if stop != "" {
+			if err := r.record(stage, &state.ScriptRun{Name: s.Name, Status: state.ScriptNotRun, Reason: stop}, nil, false); err != nil {
+				return out, err
+			}
+			slog.Info("skipping script", zap.String("reason", stop))
+			continue
+		}
+		if sctx.Err() != nil && ctx.Err() == nil {
+			stop = "stage timeout expired"
+			result = exitcode.Worst(result, exitcode.Failed)
+			if err := r.record(stage, &state.ScriptRun{Name: s.Name, Status: state.ScriptNotRun, Reason: stop}, nil, false); err != nil {
+				return out, err
+			}
+			slog.Error("skipping script", zap.String("reason", stop))
+			continue
+		}
+		d := r.Decide(stage, s)
+		if !d.Run {
+			if err := r.record(stage, &state.ScriptRun{Name: s.Name, Status: state.ScriptSkipped, Reason: d.Reason}, nil, false); err != nil {
+				return out, err
+			}
+			slog.Info("skipping script", zap.String("reason", d.Reason), zap.String("execution_policy", string(s.ExecutionPolicy)))
+			continue
+		}
+		run, err := r.runScript(sctx, stage, s, d, slog)
+		if err != nil {
+			return out, err
+		}
+		if run.Status == state.ScriptInterrupted {
+			out.Interrupted = true
+			sr.Status = state.StageInterrupted
+			now := r.now()
+			sr.EndedAt = &now
+			sr.ExitCode = exitcode.Failed
+			log.Warn("stage interrupted", zap.Int64("duration_ms", time.Since(stageStart).Milliseconds()))
+			out.Status, out.ExitCode = sr.Status, exitcode.Failed
+			return out, r.Store.Save()
+		}
+		if run.Status == state.ScriptSucceeded {
+			continue
+		}
+		f := Failure{Stage: stage, Script: s.Name, Signal: run.Signal, OnError: s.OnError, Err: run.Error}
+		if run.ExitCode != nil {
+			f.ExitCode = *run.ExitCode
+		}
+		out.Failures = append(out.Failures, f)
+		fields := []zap.Field{zap.String("on_error", OnErrorName(s.OnError)), zap.String("status", string(run.Status))}
+		if run.ExitCode != nil {
+			fields = append(fields, zap.Int("exit_code", *run.ExitCode))
+		}
+		if run.Signal != "" {
+			fields = append(fields, zap.String("signal", run.Signal))
+		}
+		if run.Error != "" {
+			fields = append(fields, zap.String("error", run.Error))
+		}
+		switch s.OnError {
+		case lifecycle.Terminate:
+			result = exitcode.Terminate
+			stop = "an earlier script failed under TERMINATE"
+			slog.Error("lifecycle script failed; terminating: nothing more runs on this node", fields...)
+			st.Terminated = &state.Termination{BootID: r.Node.BootID, Stage: stage, Script: s.Name, ExitCode: f.ExitCode, Signal: f.Signal, Reason: string(run.Status), At: r.now()}
+		case lifecycle.StopSequence:
+			result = exitcode.Worst(result, exitcode.Failed)
+			stop = "an earlier script failed under STOP_SEQUENCE"
+			slog.Error("lifecycle script failed; stopping remaining scripts", fields...)
+		default:
+			result = exitcode.Worst(result, exitcode.Failed)
+			slog.Error("lifecycle script failed; continuing with remaining scripts", fields...)
+		}
+	}
+	now := r.now()
+	sr.EndedAt = &now
+	sr.ExitCode = result
+	switch result {
+	case exitcode.OK:
+		sr.Status = state.StageSucceeded
+	case exitcode.Terminate:
+		sr.Status = state.StageTerminated
+	default:
+		sr.Status = state.StageFailed
+	}
+	out.Status, out.ExitCode = sr.Status, result
+	lvl := log.Info
+	if result != exitcode.OK {
+		lvl = log.Warn
+	}
+	lvl("stage finished", zap.String("status", string(sr.Status)), zap.Int("exit_code", result),
+		zap.Int64("duration_ms", time.Since(stageStart).Milliseconds()))
+	return out, r.Store.Save()
+}
+
+// record journals a script run; durable when it is an end a later boot must not forget.
+func (r *Runner) record(stage string, run *state.ScriptRun, c *state.CacheRec, durable bool) error {
+	return r.Store.Record(&state.Event{BootID: r.Node.BootID, Stage: stage, Run: run, Cache: c}, durable)
+}
+
+// obtain returns the verified cached copy of s for this boot, downloading it at its turn (one
+// attempt) when the prefetch did not leave a usable copy.
+func (r *Runner) obtain(ctx context.Context, stage string, s lifecycle.Script, log *zap.Logger) (string, []byte, *state.CacheRec, error) {
+	st := r.Store.State
+	fd := FetchDecision(st, r.Cache, r.Node.BootID, r.Doc.ScriptCachingPolicy, stage, s.Name)
+	var rec *state.CacheRec
+	if fd.Run {
+		t0 := time.Now()
+		data, err := r.Downloader.Download(ctx, s.ScriptSource, false)
+		if err != nil {
+			return "", nil, nil, fmt.Errorf("download %s: %w", s.ScriptSource.ScriptLocation, err)
+		}
+		_, digest, err := r.Cache.PutScript(s.Name, data)
+		if err != nil {
+			return "", nil, nil, err
+		}
+		rec = &state.CacheRec{Digest: digest, Location: s.ScriptSource.ScriptLocation, At: r.now()}
+		log.Info("Downloaded script at its turn", zap.String("location", s.ScriptSource.ScriptLocation),
+			zap.Int("bytes", len(data)), zap.String("sha256", digest), zap.Int64("duration_ms", time.Since(t0).Milliseconds()))
+	} else if fd.Reason == decide.FetchCachedOnce {
+		log.Info(decide.FetchReuseCacheOnce)
+	} else {
+		log.Debug("using the copy downloaded this boot")
+	}
+	digest := ""
+	if rec != nil {
+		digest = rec.Digest
+	} else if h := st.Scripts[state.Key(stage, s.Name)]; h != nil {
+		digest = h.Digest
+	}
+	p, data, err := r.Cache.Script(s.Name, digest)
+	if err != nil {
+		var te *cache.TamperedError
+		if errors.As(err, &te) {
+			log.Error("cached script failed verification; not executing it", zap.String("path", te.Path), zap.String("error", te.Error()))
+		}
+		return "", nil, rec, err
+	}
+	return p, data, rec, nil
+}
+
+// Env is the environment of one script.
+func (r *Runner) Env(stage, name string, firstBoot bool) []string {
+	env := append([]string(nil), BaseEnv...)
+	for _, k := range PassThroughEnv {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	fb := "0"
+	if firstBoot {
+		fb = "1"
+	}
+	n := r.Node
+	env = append(env,
+		"PCS_CLUSTER_ID="+n.ClusterID,
+		"PCS_CLUSTER_NAME="+n.ClusterName,
+		"PCS_COMPUTE_NODE_GROUP_ID="+n.ComputeNodeGroupID,
+		"PCS_COMPUTE_NODE_GROUP_NAME="+n.ComputeNodeGroupName,
+		"PCS_NODE_ID="+n.NodeID,
+		"PCS_IS_FIRST_BOOT="+fb,
+		"PCS_LIFECYCLE_STAGE="+stage,
+		"PCS_LIFECYCLE_SCRIPT="+name,
+		"PCS_INSTANCE_ID="+n.InstanceID,
+	)
+	if n.Region != "" {
+		env = append(env, "AWS_REGION="+n.Region)
+	}
+	return env
+}
+
+func (r *Runner) runScript(ctx context.Context, stage string, s lifecycle.Script, d decide.Decision, log *zap.Logger) (*state.ScriptRun, error) {
+	run := &state.ScriptRun{Name: s.Name}
+	p, data, rec, err := r.obtain(ctx, stage, s, log)
+	if err != nil {
+		run.Status, run.Error = state.ScriptDownloadFailed, err.Error()
+		if ctx.Err() != nil && context.Cause(ctx) != errStageTimeout {
+			run.Status = state.ScriptInterrupted
+		}
+		return run, r.record(stage, run, rec, true)
+	}
+	started := r.now()
+	run.Status, run.StartedAt, run.Reason = state.ScriptRunning, &started, d.Reason
+	if err := r.record(stage, run, rec, false); err != nil {
+		return nil, err
+	}
+	argv := s.Arguments
+	path := p
+	if !bytes.HasPrefix(data, []byte("#!")) {
+		path = Shell
+		argv = append([]string{p}, s.Arguments...)
+	}
+	if r.Observer != nil {
+		r.Observer.ScriptStarted(stage, s.Name)
+	}
+	log.Info("starting script", zap.String("reason", d.Reason), zap.Strings("arguments", s.Arguments))
+	slog, err := scriptlog.Start(r.Layout.StageLogDir(stage), r.Layout.ScriptLog(stage, s.Name), s.Name, s.Arguments, started)
+	if err != nil {
+		return nil, err
+	}
+	res, err := proc.Run(ctx, proc.Spec{
+		Path: path, Args: argv, Env: r.Env(stage, s.Name, r.boot().FirstBoot), Dir: "/",
+		Output: slog, MaxOutput: scriptlog.MaxOutput, Timeout: r.ScriptTimeout, KillGrace: r.KillGrace,
+	})
+	ended := r.now()
+	end := &state.ScriptRun{Name: s.Name, StartedAt: &started, Reason: d.Reason, DurationMS: res.Duration.Milliseconds()}
+	if err != nil {
+		code := 126
+		end.Status, end.ExitCode, end.Error = state.ScriptFailed, &code, err.Error()
+		_, _ = fmt.Fprintf(slog, "pcs-lifecycle: cannot execute: %v\n", err)
+		_ = slog.End(scriptlog.Outcome{ExitCode: code}, ended)
+	} else {
+		code := res.ExitCode
+		end.ExitCode, end.Signal, end.TimedOut = &code, res.Signal, res.TimedOut
+		end.Status = state.ScriptSucceeded
+		switch {
+		case res.Canceled && context.Cause(ctx) == errStageTimeout:
+			end.Status, end.TimedOut, end.Error = state.ScriptFailed, true, "stage timeout expired"
+		case res.Canceled:
+			end.Status, end.Error = state.ScriptInterrupted, "executor interrupted: "+causeText(ctx)
+		case res.TimedOut:
+			end.Status, end.Error = state.ScriptFailed, "script timeout expired"
+		case res.Failed():
+			end.Status = state.ScriptFailed
+		}
+		if err := slog.End(scriptlog.Outcome{ExitCode: res.ExitCode, Signal: res.Signal, Truncated: res.Truncated}, ended); err != nil {
+			log.Warn("could not finish the script log", zap.Error(err))
+		}
+		if res.Truncated {
+			log.Warn("script output truncated in its log", zap.Int64("output_bytes", res.OutputBytes))
+		}
+	}
+	// An interrupted run is not an end: the history keeps the script pending, so it runs again.
+	if err := r.record(stage, end, nil, true); err != nil {
+		return nil, err
+	}
+	fields := []zap.Field{zap.Int64("duration_ms", end.DurationMS)}
+	if end.ExitCode != nil {
+		fields = append(fields, zap.Int("exit_code", *end.ExitCode))
+	}
+	if end.Signal != "" {
+		fields = append(fields, zap.String("signal", end.Signal))
+	}
+	log.Info("script finished", append(fields, zap.String("status", string(end.Status)))...)
+	if r.Observer != nil {
+		r.Observer.ScriptEnded(stage, s.Name, end)
+	}
+	return end, nil
+}
+
+func causeText(ctx context.Context) string {
+	if c := context.Cause(ctx); c != nil {
+		return c.Error()
+	}
+	return "cancelled"
+}
+
+var timeZero = time.Time{}

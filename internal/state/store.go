@@ -1,0 +1,270 @@
+package state
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"syscall"
+
+	"github.com/pcs-lifecycle/pcs-lifecycle/internal/fsutil"
+)
+
+// Modes of the state directory and files.
+const (
+	DirMode  os.FileMode = 0o700
+	FileMode os.FileMode = 0o600
+)
+
+// CorruptError says a state file cannot be read. The executor never resets such a state
+// silently: the operator must look at it (and may move it aside to start over).
+type CorruptError struct {
+	Path string
+	Err  error
+}
+
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("state %s is corrupt: %v (move it aside to start the instance's history anew)", e.Path, e.Err)
+}
+func (e *CorruptError) Unwrap() error { return e.Err }
+
+// Read loads the snapshot and folds the journal into it. A missing snapshot and journal give
+// (nil, nil). A torn last journal line (a write cut short by a crash or a full disk) is
+// ignored; any other damage is a *CorruptError.
+func Read(snapPath, journalPath string) (*State, error) {
+	st, _, err := read(snapPath, journalPath)
+	return st, err
+}
+
+func read(snapPath, journalPath string) (*State, int64, error) {
+	var st *State
+	data, err := fsutil.ReadFile(snapPath)
+	switch {
+	case err == nil:
+		st, err = Decode(data)
+		if err != nil {
+			return nil, 0, &CorruptError{Path: snapPath, Err: err}
+		}
+	case errors.Is(err, os.ErrNotExist):
+	default:
+		return nil, 0, fmt.Errorf("read state: %w", err)
+	}
+	j, err := fsutil.ReadFile(journalPath)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return st, 0, nil
+		}
+		return nil, 0, fmt.Errorf("read state journal: %w", err)
+	}
+	good, err := applyJournal(st, j)
+	if err != nil {
+		return nil, 0, &CorruptError{Path: journalPath, Err: err}
+	}
+	return st, good, nil
+}
+
+// Decode parses a snapshot.
+func Decode(data []byte) (*State, error) {
+	var probe struct {
+		Version int `json:"version"`
+	}
+	if err := json.Unmarshal(data, &probe); err != nil {
+		return nil, fmt.Errorf("invalid JSON: %w", err)
+	}
+	if probe.Version != Version {
+		return nil, fmt.Errorf("unsupported version %d (this executor reads version %d)", probe.Version, Version)
+	}
+	st := &State{}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(st); err != nil {
+		return nil, fmt.Errorf("invalid JSON: %w", err)
+	}
+	if st.InstanceID == "" || st.FirstBootID == "" {
+		return nil, errors.New("instance_id and first_boot_id are required")
+	}
+	if st.Scripts == nil {
+		st.Scripts = map[string]*ScriptHistory{}
+	}
+	for i, b := range st.Boots {
+		if b == nil || b.BootID == "" {
+			return nil, fmt.Errorf("boots[%d]: boot_id is required", i)
+		}
+		if b.Stages == nil {
+			b.Stages = map[string]*StageRun{}
+		}
+		for name, sr := range b.Stages {
+			if sr == nil {
+				return nil, fmt.Errorf("boots[%d].stages.%s: null", i, name)
+			}
+			for k, r := range sr.Scripts {
+				if r == nil || r.Name == "" {
+					return nil, fmt.Errorf("boots[%d].stages.%s.scripts[%d]: name is required", i, name, k)
+				}
+			}
+		}
+	}
+	for k, h := range st.Scripts {
+		if h == nil {
+			return nil, fmt.Errorf("scripts[%q]: null", k)
+		}
+	}
+	return st, nil
+}
+
+// applyJournal folds the events newer than the snapshot into st and returns the length of the
+// well-formed prefix of the journal.
+func applyJournal(st *State, j []byte) (int64, error) {
+	var off int64
+	for len(j) > 0 {
+		i := bytes.IndexByte(j, '\n')
+		if i < 0 {
+			return off, nil // torn last line: the write never completed
+		}
+		line := j[:i]
+		var e Event
+		if err := json.Unmarshal(line, &e); err != nil || e.Run == nil || e.Run.Name == "" || e.BootID == "" || e.Stage == "" {
+			if len(j) == i+1 {
+				return off, nil // a damaged last line is a torn write too
+			}
+			if err == nil {
+				err = errors.New("incomplete event")
+			}
+			return off, fmt.Errorf("line at byte %d: %w", off, err)
+		}
+		if st == nil {
+			return off, errors.New("journal without a snapshot")
+		}
+		if e.Seq > st.Seq {
+			st.Apply(&e)
+		}
+		off += int64(i + 1)
+		j = j[i+1:]
+	}
+	return off, nil
+}
+
+// Store is a writer's handle on the state: the caller holds the lock.
+type Store struct {
+	snapPath, journalPath string
+	State                 *State
+	journal               *os.File
+	size                  int64
+}
+
+// Open reads the state for writing (st nil when there is none yet) and opens the journal.
+func Open(snapPath, journalPath string) (*Store, error) {
+	if err := fsutil.MkdirAll(filepath.Dir(snapPath), DirMode); err != nil {
+		return nil, fmt.Errorf("state directory: %w", err)
+	}
+	st, good, err := read(snapPath, journalPath)
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{snapPath: snapPath, journalPath: journalPath, State: st}
+	return s, s.openJournal(good)
+}
+
+func (s *Store) openJournal(good int64) error {
+	f, err := os.OpenFile(s.journalPath, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, FileMode)
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			return fmt.Errorf("open %s: a symlink was planted there; refusing to follow it", s.journalPath)
+		}
+		return fmt.Errorf("open state journal: %w", err)
+	}
+	if err := f.Chmod(FileMode); err != nil {
+		f.Close()
+		return err
+	}
+	// Drop a torn tail so the next event starts on a line of its own.
+	if err := f.Truncate(good); err != nil {
+		f.Close()
+		return fmt.Errorf("state journal: %w", err)
+	}
+	if _, err := f.Seek(good, io.SeekStart); err != nil {
+		f.Close()
+		return err
+	}
+	s.journal, s.size = f, good
+	return nil
+}
+
+// Close releases the journal.
+func (s *Store) Close() error {
+	if s.journal == nil {
+		return nil
+	}
+	err := s.journal.Close()
+	s.journal = nil
+	return err
+}
+
+// Save writes the whole state as the new snapshot (durably) and empties the journal.
+func (s *Store) Save() error {
+	data, err := json.MarshalIndent(s.State, "", " ")
+	if err != nil {
+		return err
+	}
+	if err := fsutil.WriteAtomic(s.snapPath, append(data, '\n'), FileMode); err != nil {
+		return err
+	}
+	// Events up to State.Seq are in the snapshot now; a crash before the truncation leaves
+	// them in the journal, where their sequence numbers make them ignored.
+	if err := s.journal.Truncate(0); err != nil {
+		return fmt.Errorf("state journal: %w", err)
+	}
+	_, err = s.journal.Seek(0, io.SeekStart)
+	s.size = 0
+	return err
+}
+
+// Record appends an event to the journal and applies it. durable fdatasyncs the journal.
+// On a failed write the journal is cut back, so a full disk never leaves a torn line behind.
+func (s *Store) Record(e *Event, durable bool) error {
+	e.Seq = s.State.Seq + 1
+	line, err := json.Marshal(e)
+	if err != nil {
+		return err
+	}
+	line = append(line, '\n')
+	if _, err := s.journal.Write(line); err != nil {
+		_ = s.journal.Truncate(s.size)
+		_, _ = s.journal.Seek(s.size, io.SeekStart)
+		return fmt.Errorf("write state journal %s: %w", s.journalPath, err)
+	}
+	if durable {
+		if err := syscall.Fdatasync(int(s.journal.Fd())); err != nil {
+			return fmt.Errorf("fsync state journal %s: %w", s.journalPath, err)
+		}
+	}
+	s.size += int64(len(line))
+	s.State.Apply(e)
+	return nil
+}
+
+// Reset replaces the state (a new instance): the old files are kept beside as
+// state.json.<old-instance> for the operator.
+func (s *Store) Reset(st *State) error {
+	if s.State != nil {
+		old := s.snapPath + "." + sanitize(s.State.InstanceID)
+		if data, err := json.MarshalIndent(s.State, "", " "); err == nil {
+			_ = fsutil.WriteAtomic(old, data, FileMode)
+		}
+	}
+	s.State = st
+	return s.Save()
+}
+
+func sanitize(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			b[i] = '_'
+		}
+	}
+	return string(b)
+}
