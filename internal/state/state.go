@@ -106,9 +106,9 @@ type ScriptRun struct {
 
 // ScriptHistory is a script's history on this instance, across boots.
 type ScriptHistory struct {
-	Runs       int        `json:"runs"`        // executions started
-	Ended      bool       `json:"ended"`       // an execution ended (success or failure) on this instance
-	Pending    bool       `json:"pending"`     // the last execution started and never ended
+	Runs       int        `json:"runs"`    // executions started
+	Ended      bool       `json:"ended"`   // an execution ended (success or failure) on this instance
+	Pending    bool       `json:"pending"` // the last execution started and never ended
 	Last       *ScriptRun `json:"last,omitempty"`
 	LastBootID string     `json:"last_boot_id,omitempty"`
 	// Cache: the digest recorded at download and the boot it was downloaded in.

@@ -1,5 +1,3 @@
-// Package lifecycle is the node lifecycle actions configuration document: its types, strict
-// decoding, defaults and validation with JSON paths. It imports the standard library only.
 package lifecycle
 
 // Stage names, in the order a boot runs them.

@@ -9,7 +9,7 @@ const Version = 1
 
 // Document is the whole status of a node.
 type Document struct {
-	Version int `json:"version"`
+	Version int  `json:"version"`
 	Node    Node `json:"node"`
 	// ExitCode is the worst result of the current boot (0, 3 or 4; a stage running or
 	// interrupted counts as 3), the same code `status` exits with.
