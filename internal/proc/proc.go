@@ -6,6 +6,16 @@
 // One Run costs, beyond the fork and exec themselves: one pipe, one goroutine waiting for the
 // process, a pooled 32 KiB read buffer and, only when a timeout or a cancellable context is
 // given, one timer or context registration. Nothing polls.
+//
+// Choices a caller should know:
+//   - A file without "#!" fails to start with ENOEXEC; proc never falls back to a shell (the
+//     caller decides to run such a script as /bin/sh <file>).
+//   - The child gets the default disposition for every signal the Go runtime handles (SIGTERM
+//     included) and an empty signal mask; a signal this process set to SIG_IGN (signal.Ignore,
+//     or SIGHUP/SIGINT ignored when it was started, as under nohup) stays ignored across exec,
+//     as POSIX has it. The umask is inherited too: it is process-wide, set once at start-up.
+//   - Result.Failed reports the exit only: a process that exits 0 after the SIGTERM of a
+//     timeout is not Failed but TimedOut; the caller decides what a timeout means.
 package proc
 
 import (

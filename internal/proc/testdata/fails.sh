@@ -1,0 +1,3 @@
+#!/bin/sh
+echo "about to fail" >&2
+exit 3

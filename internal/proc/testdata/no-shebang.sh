@@ -1,0 +1,1 @@
+echo "a script without #! cannot be executed directly"
