@@ -11,6 +11,9 @@ import (
 )
 
 func main() {
+	// Scripts and every file the executor creates start from umask 022 (SPEC §4); files whose
+	// mode matters are chmod'ed exactly anyway.
+	syscall.Umask(0o022)
 	ctx, cancel := context.WithCancelCause(context.Background())
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)

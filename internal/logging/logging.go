@@ -4,12 +4,14 @@
 package logging
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"os"
 	"time"
 
 	"go.uber.org/zap"
+	"go.uber.org/zap/buffer"
 	"go.uber.org/zap/zapcore"
 )
 
@@ -26,11 +28,13 @@ func utcMicros(t time.Time, enc zapcore.PrimitiveArrayEncoder) {
 	enc.AppendString(t.UTC().Format("2006-01-02T15:04:05.000000Z"))
 }
 
-// EncoderConfig is the executor.log line format.
+// EncoderConfig is the executor.log line format. zap writes the level before the time; the
+// observed format has timestamp, level, message in that order, so the level key is left out
+// here and put back by levelAfterTime.
 func EncoderConfig() zapcore.EncoderConfig {
 	return zapcore.EncoderConfig{
 		TimeKey:        "timestamp",
-		LevelKey:       "level",
+		LevelKey:       zapcore.OmitKey,
 		MessageKey:     "message",
 		NameKey:        zapcore.OmitKey,
 		CallerKey:      zapcore.OmitKey,
@@ -47,10 +51,11 @@ func EncoderConfig() zapcore.EncoderConfig {
 // short human form to console (nil for none) at consoleLevel and above.
 func New(file io.Writer, level zapcore.Level, console io.Writer, consoleLevel zapcore.Level) *zap.Logger {
 	cores := []zapcore.Core{
-		zapcore.NewCore(zapcore.NewJSONEncoder(EncoderConfig()), zapcore.AddSync(file), level),
+		zapcore.NewCore(levelAfterTime{zapcore.NewJSONEncoder(EncoderConfig())}, zapcore.AddSync(file), level),
 	}
 	if console != nil {
 		cc := EncoderConfig()
+		cc.LevelKey = "level"
 		cc.EncodeTime = func(t time.Time, enc zapcore.PrimitiveArrayEncoder) {
 			enc.AppendString(t.UTC().Format("15:04:05.000"))
 		}
@@ -62,3 +67,30 @@ func New(file io.Writer, level zapcore.Level, console io.Writer, consoleLevel za
 
 // Stderr is the console writer used by the command line.
 var Stderr io.Writer = os.Stderr
+
+// levelAfterTime puts `"level":"INFO",` right after the timestamp, the first key.
+type levelAfterTime struct{ zapcore.Encoder }
+
+func (e levelAfterTime) Clone() zapcore.Encoder { return levelAfterTime{e.Encoder.Clone()} }
+
+func (e levelAfterTime) EncodeEntry(ent zapcore.Entry, fields []zapcore.Field) (*buffer.Buffer, error) {
+	buf, err := e.Encoder.EncodeEntry(ent, fields)
+	if err != nil {
+		return buf, err
+	}
+	b := buf.Bytes()
+	i := bytes.IndexByte(b, ',') // the timestamp is first and holds no comma
+	if i < 0 {
+		return buf, nil
+	}
+	out := pool.Get()
+	out.Write(b[:i+1])
+	out.AppendString(`"level":"`)
+	out.AppendString(ent.Level.CapitalString())
+	out.AppendString(`",`)
+	out.Write(b[i+1:])
+	buf.Free()
+	return out, nil
+}
+
+var pool = buffer.NewPool()

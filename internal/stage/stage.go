@@ -476,6 +476,10 @@ func (r *Runner) runScript(ctx context.Context, stage string, s lifecycle.Script
 	})
 	ended := r.now()
 	end := &state.ScriptRun{Name: s.Name, StartedAt: &started, Reason: d.Reason, DurationMS: res.Duration.Milliseconds()}
+	if err != nil && ctx.Err() != nil {
+		// Cancelled before it could start: an interruption, not a failure of the script.
+		res, err = proc.Result{ExitCode: -1, Signal: "TERM", Canceled: true}, nil
+	}
 	if err != nil {
 		code := 126
 		end.Status, end.ExitCode, end.Error = state.ScriptFailed, &code, err.Error()

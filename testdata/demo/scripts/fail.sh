@@ -1,0 +1,2 @@
+echo "intentional failure for the demo" >&2
+exit 1
