@@ -48,6 +48,8 @@ type Options struct {
 	LockTimeout      time.Duration
 	DownloadAttempts int
 	DownloadBackoff  time.Duration
+	// ExpectedBucketOwner is sent with every S3 GetObject (S3's ExpectedBucketOwner).
+	ExpectedBucketOwner string
 
 	NodeID, ClusterID, ClusterName, CNGID, CNGName, InstanceID, BootID string
 }
@@ -67,6 +69,7 @@ var envFlags = map[string]string{
 	"config":                  "PCS_LIFECYCLE_CONFIG",
 	"log-level":               "PCS_LIFECYCLE_LOG_LEVEL",
 	"lock-timeout":            "PCS_LIFECYCLE_LOCK_TIMEOUT",
+	"expected-bucket-owner":   "PCS_LIFECYCLE_EXPECTED_BUCKET_OWNER",
 }
 
 // NewRoot builds the root command.
@@ -88,6 +91,7 @@ func NewRoot() *cobra.Command {
 	pf.DurationVar(&o.LockTimeout, "lock-timeout", 30*time.Second, "how long to wait for another executor's lock")
 	pf.IntVar(&o.DownloadAttempts, "download-attempts", 3, "tries per download")
 	pf.DurationVar(&o.DownloadBackoff, "download-backoff", 5*time.Second, "first wait between download tries (doubles, with jitter)")
+	pf.StringVar(&o.ExpectedBucketOwner, "expected-bucket-owner", "", "AWS account ID that must own every s3:// bucket (S3 ExpectedBucketOwner; PCS_LIFECYCLE_EXPECTED_BUCKET_OWNER)")
 	pf.StringVar(&o.NodeID, "node-id", "", "Slurm node name (PCS_NODE_ID; default: the short hostname)")
 	pf.StringVar(&o.ClusterID, "cluster-id", "", "PCS cluster id (PCS_CLUSTER_ID)")
 	pf.StringVar(&o.ClusterName, "cluster-name", "", "PCS cluster name (PCS_CLUSTER_NAME)")

@@ -73,8 +73,9 @@ func openLogger(l paths.Layout, level string) (*zap.Logger, *os.File, error) {
 
 func (o *Options) fetcher(log *zap.Logger) *source.Fetcher {
 	return source.New(source.Config{
-		Attempts: o.DownloadAttempts,
-		Backoff:  o.DownloadBackoff,
+		Attempts:            o.DownloadAttempts,
+		Backoff:             o.DownloadBackoff,
+		ExpectedBucketOwner: o.ExpectedBucketOwner,
 		OnRetry: func(loc string, attempt int, err error, wait time.Duration) {
 			log.Warn("download attempt failed; retrying", zap.String("location", loc), zap.Int("attempt", attempt),
 				zap.Int64("wait_ms", wait.Milliseconds()), zap.String("error", err.Error()))
