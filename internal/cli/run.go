@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"context"
 	"fmt"
 	"time"
@@ -47,12 +48,16 @@ func checkStage(s string) error {
 func newRunCmd(o *Options) *cobra.Command {
 	var st string
 	var rf runFlags
+	var sf slurmFlags
 	cmd := &cobra.Command{
 		Use:   "run --stage nodeBootstrapped|nodeReady",
 		Short: "Run one stage's scripts, as the node's bootstrap calls it",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkStage(st); err != nil {
+				return err
+			}
+			if err := sf.check(); err != nil {
 				return err
 			}
 			if rf.scriptTimeout < 0 || rf.stageTimeout < 0 {
@@ -69,7 +74,16 @@ func newRunCmd(o *Options) *cobra.Command {
 			}
 			r := s.runner(rf.force)
 			rf.apply(cmd, r)
-			out, err := r.RunStage(ctx, st)
+			var out stage.Outcome
+			if st == lifecycle.StageNodeReady {
+				out, err = s.runReady(ctx, r, &sf, func(string) {})
+			} else {
+				out, err = r.RunStage(ctx, st)
+			}
+			var ee *ExitError
+			if errors.As(err, &ee) {
+				return err
+			}
 			if err != nil {
 				s.log.Error("executor failed", zap.String("stage", st), zap.Error(err))
 				return exitf(exitcode.Internal, "%s: %v", st, err)
@@ -78,6 +92,9 @@ func newRunCmd(o *Options) *cobra.Command {
 				return exitf(interruptCode(ctx), "%s interrupted (%s); state saved", st, causeOf(ctx))
 			}
 			printOutcome(cmd, out)
+			if out.ExitCode == exitcode.Terminate && !out.AlreadyRan {
+				s.onTerminate(ctx, &sf, out)
+			}
 			if out.ExitCode != exitcode.OK {
 				return &ExitError{Code: out.ExitCode}
 			}
@@ -87,6 +104,7 @@ func newRunCmd(o *Options) *cobra.Command {
 	cmd.Flags().StringVar(&st, "stage", "", "nodeBootstrapped or nodeReady")
 	_ = cmd.MarkFlagRequired("stage")
 	rf.register(cmd)
+	sf.register(cmd, 0)
 	return cmd
 }
 

@@ -62,6 +62,10 @@ func (l Layout) ScriptLog(stage, name string) string {
 	return filepath.Join(l.StageLogDir(stage), name+".log")
 }
 
+// Console is where a TERMINATE summary is written (the machine's console; a plain file under
+// a sandbox root).
+func (l Layout) Console() string { return l.join("/dev/console") }
+
 // MachineID is /etc/machine-id, the instance fallback when IMDS is unavailable.
 func (l Layout) MachineID() string { return l.join("/etc/machine-id") }
 
