@@ -4,6 +4,8 @@
 package notify
 
 import (
+	"fmt"
+	"os"
 	"strconv"
 	"time"
 
@@ -24,9 +26,18 @@ type Systemd struct{}
 // New returns the systemd notifier.
 func New() Notifier { return Systemd{} }
 
+// Enabled reports whether NOTIFY_SOCKET is set (the process runs under systemd as a
+// Type=notify service).
+func Enabled() bool { return os.Getenv("NOTIFY_SOCKET") != "" }
+
+// send writes one assignment to $NOTIFY_SOCKET, leaving the variable in the environment
+// (unsetEnvironment false) so that every later notification reaches it too. Scripts do not
+// inherit it: they run with a clean environment.
 func send(state string) error {
-	_, err := daemon.SdNotify(false, state)
-	return err
+	if _, err := daemon.SdNotify(false, state); err != nil {
+		return fmt.Errorf("sd_notify %s: %w", state, err)
+	}
+	return nil
 }
 
 // Ready sends READY=1.
@@ -35,7 +46,8 @@ func (Systemd) Ready() error { return send(daemon.SdNotifyReady) }
 // Status sends STATUS=s (one line).
 func (Systemd) Status(s string) error { return send("STATUS=" + oneLine(s)) }
 
-// ExtendTimeout sends EXTEND_TIMEOUT_USEC=d.
+// ExtendTimeout sends EXTEND_TIMEOUT_USEC=d in microseconds: systemd then allows d more from
+// now before the start (or stop) times out, even beyond TimeoutStartSec=.
 func (Systemd) ExtendTimeout(d time.Duration) error {
 	return send("EXTEND_TIMEOUT_USEC=" + strconv.FormatInt(d.Microseconds(), 10))
 }
@@ -52,3 +64,18 @@ func oneLine(s string) string {
 	}
 	return string(b)
 }
+
+// Nop is a Notifier that sends nothing (for commands not run by systemd, and tests).
+type Nop struct{}
+
+// Ready does nothing.
+func (Nop) Ready() error { return nil }
+
+// Status does nothing.
+func (Nop) Status(string) error { return nil }
+
+// ExtendTimeout does nothing.
+func (Nop) ExtendTimeout(time.Duration) error { return nil }
+
+// Stopping does nothing.
+func (Nop) Stopping() error { return nil }
