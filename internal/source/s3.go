@@ -1,0 +1,92 @@
+package source
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+)
+
+// NewS3Client builds the S3 client used when Config.S3 is nil, from the standard AWS
+// configuration chain (environment, shared config and credentials files, instance role). The
+// region comes from the environment or config files, else from the instance metadata service
+// (which honours AWS_EC2_METADATA_DISABLED and AWS_EC2_METADATA_SERVICE_ENDPOINT). When an
+// endpoint override is configured (AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, endpoint_url in the
+// config file) the client uses path-style addressing, as S3-compatible servers expect. The
+// SDK's own retries are off: the Fetcher's attempts are the only ones, so "3 attempts" means
+// 3 requests.
+func NewS3Client(ctx context.Context) (*s3.Client, error) {
+	cfg, err := config.LoadDefaultConfig(ctx, config.WithEC2IMDSRegion())
+	if err != nil {
+		return nil, fmt.Errorf("load AWS configuration (set AWS_REGION if the instance metadata service is not available): %w", err)
+	}
+	if cfg.Region == "" {
+		return nil, errors.New("no AWS region: set AWS_REGION or allow the instance metadata service")
+	}
+	return s3.NewFromConfig(cfg, func(o *s3.Options) {
+		if aws.ToString(o.BaseEndpoint) != "" {
+			o.UsePathStyle = true
+		}
+		o.RetryMaxAttempts = 1
+	}), nil
+}
+
+// s3Client returns the configured client, building the default one on first use. A failure
+// to build it is not remembered: the next attempt tries again.
+func (f *Fetcher) s3Client(ctx context.Context) (S3API, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.s3 != nil {
+		return f.s3, nil
+	}
+	c, err := NewS3Client(ctx)
+	if err != nil {
+		return nil, err
+	}
+	f.s3 = c
+	return c, nil
+}
+
+// getS3 is one GetObject of loc; actx bounds the attempt, ctx is the caller's.
+func (f *Fetcher) getS3(actx, ctx context.Context, loc string, obj *s3Location, versionID string, max int64) (Result, error) {
+	client, err := f.s3Client(actx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return Result{}, failure(ctx, loc, err)
+		}
+		return Result{}, newError(loc, Other, 0, err)
+	}
+	in := &s3.GetObjectInput{
+		Bucket: aws.String(obj.bucket),
+		Key:    aws.String(obj.key),
+	}
+	if versionID != "" {
+		in.VersionId = aws.String(versionID)
+	}
+	if f.owner != "" {
+		in.ExpectedBucketOwner = aws.String(f.owner)
+	}
+	out, err := client.GetObject(actx, in)
+	if err != nil {
+		return Result{}, failure(ctx, loc, err)
+	}
+	defer out.Body.Close()
+	if n := aws.ToInt64(out.ContentLength); n > max {
+		return Result{}, newError(loc, TooLarge, 0, fmt.Errorf("object size %d is over the %d-byte limit", n, max))
+	}
+	data, err := readCapped(out.Body, max)
+	if err == nil {
+		err = raced(actx)
+	}
+	if err != nil {
+		return Result{}, failureOrTooLarge(ctx, loc, err)
+	}
+	return Result{
+		Data:      data,
+		VersionID: aws.ToString(out.VersionId),
+		ETag:      aws.ToString(out.ETag),
+	}, nil
+}
