@@ -61,6 +61,10 @@ func (c *Cache) PutScript(name string, data []byte) (string, string, error) {
 		return "", "", fmt.Errorf("cache: %w", err)
 	}
 	p := c.layout.CachedScript(name)
+	// The executor holds the state lock: a temporary copy of name is an earlier, killed one's.
+	if _, err := fsutil.RemoveStaleTemps(p); err != nil {
+		return "", "", fmt.Errorf("cache: %w", err)
+	}
 	if err := fsutil.WriteAtomic(p, data, ScriptMode); err != nil {
 		return "", "", fmt.Errorf("cache: %w", err)
 	}
@@ -128,6 +132,9 @@ func readSafe(p string) ([]byte, error) {
 func (c *Cache) PutConfig(data []byte) error {
 	if err := fsutil.MkdirAll(c.layout.ConfigDir(), DirMode); err != nil {
 		return fmt.Errorf("cache: %w", err)
+	}
+	if _, err := fsutil.RemoveStaleTemps(c.layout.CachedConfig()); err != nil {
+		return fmt.Errorf("cache configuration: %w", err)
 	}
 	if err := fsutil.WriteAtomic(c.layout.CachedConfig(), data, ConfigMode); err != nil {
 		return fmt.Errorf("cache configuration: %w", err)

@@ -57,7 +57,7 @@ func WriteAtomicNoSync(path string, data []byte, mode os.FileMode) error {
 
 func writeAtomic(path string, data []byte, mode os.FileMode, durable bool) (err error) {
 	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	f, err := os.CreateTemp(dir, filepath.Base(tempPattern(path)))
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
@@ -94,6 +94,29 @@ func writeAtomic(path string, data []byte, mode os.FileMode, durable bool) (err 
 		return SyncDir(dir)
 	}
 	return nil
+}
+
+// tempPattern is the glob of the temporary files WriteAtomic creates for path.
+func tempPattern(path string) string {
+	return filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+}
+
+// RemoveStaleTemps removes the temporary files an earlier WriteAtomic of path left behind when
+// its process was killed between creating and renaming them. Only the single writer of path
+// (the holder of its lock) may call it. It returns how many it removed.
+func RemoveStaleTemps(path string) (int, error) {
+	names, err := filepath.Glob(tempPattern(path))
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, name := range names {
+		if err := os.Remove(name); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return n, fmt.Errorf("remove stale %s: %w", name, err)
+		}
+		n++
+	}
+	return n, nil
 }
 
 // SyncDir fsyncs a directory so a rename or create in it is durable.

@@ -155,9 +155,15 @@ type Store struct {
 	size                  int64
 }
 
-// Open reads the state for writing (st nil when there is none yet) and opens the journal.
+// Open reads the state for writing (st nil when there is none yet) and opens the journal. The
+// caller holds the lock.
 func Open(snapPath, journalPath string) (*Store, error) {
 	if err := fsutil.MkdirAll(filepath.Dir(snapPath), DirMode); err != nil {
+		return nil, fmt.Errorf("state directory: %w", err)
+	}
+	// A writer killed between creating a snapshot's temporary file and renaming it leaves the
+	// file behind; the caller holds the lock, so no other writer is using one now.
+	if _, err := fsutil.RemoveStaleTemps(snapPath); err != nil {
 		return nil, fmt.Errorf("state directory: %w", err)
 	}
 	st, good, err := read(snapPath, journalPath)
