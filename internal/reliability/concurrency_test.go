@@ -151,7 +151,9 @@ func TestStatusDuringRun(t *testing.T) {
 	}
 	// wait blocks until the stage ends, then exits with its result.
 	waitDone := make(chan result, 1)
-	go func() { waitDone <- n.runWithin(time.Minute, "wait", "--stage", "nodeBootstrapped", "--interval", "20ms") }()
+	go func() {
+		waitDone <- n.runWithin(time.Minute, "wait", "--stage", "nodeBootstrapped", "--interval", "20ms")
+	}()
 	select {
 	case r := <-waitDone:
 		t.Fatalf("wait returned while the stage runs: %s", r)
