@@ -151,6 +151,10 @@ func OpenAppend(path string, mode os.FileMode) (*os.File, error) {
 		f.Close()
 		return nil, fmt.Errorf("open %s: not a regular file", path)
 	}
+	if err := singleLink(fi, path); err != nil {
+		f.Close()
+		return nil, err
+	}
 	if fi.Mode().Perm() != mode {
 		if err := f.Chmod(mode); err != nil {
 			f.Close()
@@ -158,6 +162,25 @@ func OpenAppend(path string, mode os.FileMode) (*os.File, error) {
 		}
 	}
 	return f, nil
+}
+
+// singleLink refuses a file with more than one name: a hard link planted at a path the
+// executor appends to would let it write into the linked file, wherever its other name is
+// (O_NOFOLLOW stops symlinks only).
+func singleLink(fi os.FileInfo, path string) error {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 {
+		return fmt.Errorf("open %s: has %d hard links (one may have been planted); refusing to write to it", path, st.Nlink)
+	}
+	return nil
+}
+
+// CheckSingleLink is singleLink for a file opened elsewhere.
+func CheckSingleLink(f *os.File) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	return singleLink(fi, f.Name())
 }
 
 // ReadFile reads path without following a symlink at its last component.

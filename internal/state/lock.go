@@ -42,6 +42,10 @@ func Acquire(ctx context.Context, path string, timeout time.Duration, holder str
 		}
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
+	if err := fsutil.CheckSingleLink(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock: %w", err)
+	}
 	start := time.Now()
 	delay := 10 * time.Millisecond
 	for {

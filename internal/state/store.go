@@ -182,6 +182,10 @@ func (s *Store) openJournal(good int64) error {
 		}
 		return fmt.Errorf("open state journal: %w", err)
 	}
+	if err := fsutil.CheckSingleLink(f); err != nil {
+		f.Close()
+		return fmt.Errorf("state journal: %w", err)
+	}
 	if err := f.Chmod(FileMode); err != nil {
 		f.Close()
 		return err
