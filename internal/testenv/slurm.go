@@ -205,6 +205,8 @@ func (s *Slurm) startMunge() error {
 		"--log-file="+filepath.Join(mdir, "munged.file.log"),
 		"--seed-file="+filepath.Join(mdir, "munged.seed"),
 		"--num-threads=2",
+		// Not the hostname, which need not resolve on a test machine.
+		"--origin=127.0.0.1",
 	)
 	if err != nil {
 		return err
@@ -311,11 +313,10 @@ func (s *Slurm) confText(opts SlurmOptions, state, plugstack string, slurmdPort 
 	line("SelectType=select/cons_tres")
 	line("SelectTypeParameters=CR_CPU")
 	line("SchedulerType=sched/backfill")
-	line("ReturnToService=2")
+	line("ReturnToService=1")
 	line("SlurmdTimeout=10")
 	line("SlurmctldTimeout=10")
 	line("MessageTimeout=5")
-	line("BatchStartTimeout=10")
 	line("InactiveLimit=0")
 	line("KillWait=2")
 	line("MinJobAge=300")
