@@ -25,8 +25,8 @@ func newFetchCmd(o *Options) *cobra.Command {
 			if err := s.loadConfig(ctx); err != nil {
 				return err
 			}
-			r := s.runner(true) // fetch downloads every script, whatever this boot will run
-			if err := r.Prefetch(ctx); err != nil {
+			r := s.runner(false)
+			if err := r.FetchAll(ctx); err != nil {
 				return exitf(exitcode.Internal, "%v", err)
 			}
 			failed := 0

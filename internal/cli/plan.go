@@ -20,13 +20,17 @@ func newPlanCmd(o *Options) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			st, boot := v.st, v.bootID
+			st, boot, hasCopy := v.st, v.bootID, v.cache.HasScript
 			if reboot {
-				st = stage.SimulateFirstBootDone(st, v.cache, v.doc, v.inst, "planned-first-boot")
+				var simulated bool
+				st, simulated = stage.SimulateFirstBootDone(st, v.doc, v.inst, "planned-first-boot")
+				if simulated {
+					hasCopy = func(string) bool { return true }
+				}
 				boot = "planned-next-boot"
 			}
 			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			for _, it := range stage.Plan(st, v.cache, v.doc, v.inst, boot, force) {
+			for _, it := range stage.Plan(st, hasCopy, v.doc, v.inst, boot, force) {
 				verb := "skip"
 				if it.Run {
 					verb = "run"

@@ -74,7 +74,7 @@ func failureText(f stage.Failure) string {
 	switch {
 	case f.Signal != "":
 		what = "exit=signal:" + f.Signal
-	case f.Err != "" && f.ExitCode == 0:
+	case f.Status == state.ScriptDownloadFailed:
 		what = "download failed"
 	}
 	return fmt.Sprintf("pcs-lifecycle: %s/%s %s", f.Stage, f.Script, what)
@@ -96,7 +96,7 @@ func bootFailures(st *state.State, doc *lifecycle.Document, bootID string) []sta
 			if r.Status != state.ScriptFailed && r.Status != state.ScriptDownloadFailed {
 				continue
 			}
-			f := stage.Failure{Stage: name, Script: r.Name, Signal: r.Signal, Err: r.Error}
+			f := stage.Failure{Stage: name, Script: r.Name, Status: r.Status, Signal: r.Signal, Err: r.Error}
 			if r.ExitCode != nil {
 				f.ExitCode = *r.ExitCode
 			}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/pcs-lifecycle/pcs-lifecycle/internal/exitcode"
 	"github.com/pcs-lifecycle/pcs-lifecycle/internal/stage"
+	"github.com/pcs-lifecycle/pcs-lifecycle/internal/state"
 	"github.com/pcs-lifecycle/pcs-lifecycle/pkg/lifecycle"
 )
 
@@ -116,10 +117,13 @@ func printOutcome(cmd *cobra.Command, out stage.Outcome) {
 	case out.ExitCode != exitcode.OK:
 		for _, f := range out.Failures {
 			what := fmt.Sprintf("exit=%d", f.ExitCode)
-			if f.Signal != "" {
+			switch {
+			case f.Status == state.ScriptDownloadFailed:
+				what = "not run: " + f.Err
+			case f.Signal != "":
 				what = "signal:" + f.Signal
 			}
-			if f.Err != "" {
+			if f.Err != "" && f.Status != state.ScriptDownloadFailed {
 				what += ": " + f.Err
 			}
 			fmt.Fprintf(w, "pcs-lifecycle: %s/%s failed (%s) onError=%s\n", f.Stage, f.Script, what, f.OnError)

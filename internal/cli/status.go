@@ -58,7 +58,7 @@ func stageCode(sr *state.StageRun, running bool) int {
 }
 
 func buildStatus(v *view) *status.Document {
-	d := &status.Document{Version: status.Version, Node: status.Node{BootID: v.bootID, InstanceID: v.inst}, Stages: []status.Stage{}}
+	d := &status.Document{Version: status.Version, Node: status.Node{BootID: v.bootID, InstanceID: v.inst, NodeID: v.nodeID}, Stages: []status.Stage{}}
 	d.Running, d.Holder = state.Held(v.layout.LockFile())
 	st := v.st
 	if v.doc != nil {

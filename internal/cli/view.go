@@ -1,9 +1,12 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"os"
 	"strings"
+
+	"go.uber.org/zap"
 
 	"github.com/pcs-lifecycle/pcs-lifecycle/internal/cache"
 	"github.com/pcs-lifecycle/pcs-lifecycle/internal/exitcode"
@@ -20,10 +23,11 @@ type view struct {
 	cache  *cache.Cache
 	bootID string
 	inst   string
+	nodeID string
 }
 
 func openView(o *Options, wantDoc bool) (*view, error) {
-	v := &view{layout: paths.New(o.Root)}
+	v := &view{layout: paths.New(o.Root), nodeID: o.NodeID}
 	v.cache = cache.New(v.layout)
 	var err error
 	v.st, err = state.Read(v.layout.StateFile(), v.layout.JournalFile())
@@ -51,9 +55,9 @@ func openView(o *Options, wantDoc bool) (*view, error) {
 	var data []byte
 	switch {
 	case o.Config != "" && (v.st == nil || v.st.InstanceID != v.inst || v.st.ConfigSHA == ""):
-		data, err = os.ReadFile(o.Config)
+		data, err = readConfigArg(context.Background(), o.fetcher(zap.NewNop()), o.Config)
 		if err != nil {
-			return nil, exitf(exitcode.Usage, "--config: %v", err)
+			return nil, exitf(exitcode.Usage, "--config %s: %v", o.Config, err)
 		}
 	default:
 		data, err = v.cache.Config()
@@ -61,7 +65,7 @@ func openView(o *Options, wantDoc bool) (*view, error) {
 			if o.Config == "" {
 				return nil, exitf(exitcode.Usage, "no configuration cached on this node; give --config")
 			}
-			data, err = os.ReadFile(o.Config)
+			data, err = readConfigArg(context.Background(), o.fetcher(zap.NewNop()), o.Config)
 		}
 		if err != nil {
 			return nil, exitf(exitcode.Internal, "configuration: %v", err)

@@ -1,7 +1,6 @@
 package stage
 
 import (
-	"github.com/pcs-lifecycle/pcs-lifecycle/internal/cache"
 	"github.com/pcs-lifecycle/pcs-lifecycle/internal/state"
 	"github.com/pcs-lifecycle/pcs-lifecycle/pkg/lifecycle"
 )
@@ -18,7 +17,9 @@ type PlanItem struct {
 
 // Plan answers, for every script, what a run of this boot (bootID) would do, from the same
 // decisions run makes. st may be nil (the instance was never seen: a first boot).
-func Plan(st *state.State, c *cache.Cache, doc *lifecycle.Document, instanceID, bootID string, force bool) []PlanItem {
+// hasCopy says whether a cached file exists (cache.HasScript, or always true when st is a
+// simulated first boot).
+func Plan(st *state.State, hasCopy func(string) bool, doc *lifecycle.Document, instanceID, bootID string, force bool) []PlanItem {
 	if st == nil || st.InstanceID != instanceID {
 		st = state.New(instanceID, bootID, timeZero)
 	}
@@ -40,7 +41,7 @@ func Plan(st *state.State, c *cache.Cache, doc *lifecycle.Document, instanceID, 
 				d := DecideIn(st, bootID, stage, s, force)
 				it.Run, it.Reason = d.Run, d.Reason
 				if d.Run {
-					fd := FetchDecision(st, c, bootID, doc.ScriptCachingPolicy, stage, s.Name)
+					fd := FetchDecision(st, hasCopy, bootID, doc.ScriptCachingPolicy, stage, s.Name)
 					it.Download, it.Fetch = fd.Run, fd.Reason
 				}
 			}
@@ -53,11 +54,12 @@ func Plan(st *state.State, c *cache.Cache, doc *lifecycle.Document, instanceID, 
 // SimulateFirstBootDone returns a copy of st in which every stage of the first boot ended and
 // every script it would run ran, for planning the boot after a first boot that has not
 // happened yet.
-func SimulateFirstBootDone(st *state.State, c *cache.Cache, doc *lifecycle.Document, instanceID, bootID string) *state.State {
+// simulated reports whether st was made up (every copy then counts as cached).
+func SimulateFirstBootDone(st *state.State, doc *lifecycle.Document, instanceID, bootID string) (sim *state.State, simulated bool) {
 	if st != nil && st.InstanceID == instanceID {
-		return st
+		return st, false
 	}
-	sim := state.New(instanceID, bootID, timeZero)
+	sim = state.New(instanceID, bootID, timeZero)
 	b := sim.EnsureBoot(bootID, timeZero)
 	for _, stage := range lifecycle.Stages {
 		b.Stages[stage] = &state.StageRun{Status: state.StageSucceeded}
@@ -66,5 +68,5 @@ func SimulateFirstBootDone(st *state.State, c *cache.Cache, doc *lifecycle.Docum
 			h.Ended, h.Runs, h.Digest = true, 1, "simulated"
 		}
 	}
-	return sim
+	return sim, true
 }

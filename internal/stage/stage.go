@@ -83,6 +83,7 @@ type Outcome struct {
 // Failure is one failed script.
 type Failure struct {
 	Stage, Script string
+	Status        state.ScriptStatus
 	ExitCode      int
 	Signal        string
 	OnError       lifecycle.OnError
@@ -135,10 +136,12 @@ func DecideIn(st *state.State, bootID, stage string, s lifecycle.Script, force b
 }
 
 // FetchDecision says whether the script must be downloaded this boot.
-func FetchDecision(st *state.State, c *cache.Cache, bootID string, caching lifecycle.CachingPolicy, stage, name string) decide.Decision {
+// hasCopy tells whether a cached file exists for a script name (cache.HasScript, or an
+// assumption when planning a boot that has not happened).
+func FetchDecision(st *state.State, hasCopy func(name string) bool, bootID string, caching lifecycle.CachingPolicy, stage, name string) decide.Decision {
 	h := st.Scripts[state.Key(stage, name)]
 	in := decide.FetchInput{Caching: caching}
-	if h != nil && h.Digest != "" && c.HasScript(name) {
+	if h != nil && h.Digest != "" && hasCopy(name) {
 		in.Cached = true
 		in.FetchedThisBoot = h.FetchedBoot == bootID
 	}
@@ -151,11 +154,10 @@ type job struct {
 }
 
 // Prefetch downloads, concurrently, every script of both stages that will run this boot and
-// is not usable from the cache. It runs once per boot; failures are logged and left for the
-// script's turn.
+// is not usable from the cache. It runs once per boot (a prefetch cut short by a signal is
+// done again by the resumed run); failures are logged and left for the script's turn.
 func (r *Runner) Prefetch(ctx context.Context) error {
-	b := r.boot()
-	if b.Prefetched && !r.Force {
+	if b := r.boot(); b.Prefetched && !r.Force {
 		return nil
 	}
 	var jobs []job
@@ -164,12 +166,28 @@ func (r *Runner) Prefetch(ctx context.Context) error {
 			if !r.Decide(stage, s).Run {
 				continue
 			}
-			fd := FetchDecision(r.Store.State, r.Cache, r.Node.BootID, r.Doc.ScriptCachingPolicy, stage, s.Name)
+			fd := FetchDecision(r.Store.State, r.Cache.HasScript, r.Node.BootID, r.Doc.ScriptCachingPolicy, stage, s.Name)
 			if fd.Run {
 				jobs = append(jobs, job{stage, s})
 			}
 		}
 	}
+	return r.download(ctx, jobs)
+}
+
+// FetchAll downloads every script of the document again, concurrently, whatever this boot
+// would run or the cache holds (the fetch command).
+func (r *Runner) FetchAll(ctx context.Context) error {
+	var jobs []job
+	for _, stage := range lifecycle.Stages {
+		for _, s := range r.Doc.Scripts(stage) {
+			jobs = append(jobs, job{stage, s})
+		}
+	}
+	return r.download(ctx, jobs)
+}
+
+func (r *Runner) download(ctx context.Context, jobs []job) error {
 	type result struct {
 		digest string
 		err    error
@@ -209,11 +227,14 @@ func (r *Runner) Prefetch(ctx context.Context) error {
 			zap.String("location", j.s.ScriptSource.ScriptLocation), zap.Int("bytes", res.size),
 			zap.String("sha256", res.digest), zap.Int64("duration_ms", res.dur.Milliseconds()))
 	}
+	if ctx.Err() != nil {
+		r.Log.Warn("downloads interrupted", zap.Int("scripts", len(jobs)), zap.Int64("duration_ms", time.Since(start).Milliseconds()))
+		return r.Store.Save()
+	}
 	if len(jobs) > 0 {
 		r.Log.Info("downloads finished", zap.Int("scripts", len(jobs)), zap.Int64("duration_ms", time.Since(start).Milliseconds()))
 	}
-	b = r.boot()
-	b.Prefetched = true
+	r.boot().Prefetched = true
 	return r.Store.Save()
 }
 
@@ -314,7 +335,7 @@ func (r *Runner) RunStage(ctx context.Context, stage string) (Outcome, error) {
 		if run.Status == state.ScriptSucceeded {
 			continue
 		}
-		f := Failure{Stage: stage, Script: s.Name, Signal: run.Signal, OnError: s.OnError, Err: run.Error}
+		f := Failure{Stage: stage, Script: s.Name, Status: run.Status, Signal: run.Signal, OnError: s.OnError, Err: run.Error}
 		if run.ExitCode != nil {
 			f.ExitCode = *run.ExitCode
 		}
@@ -374,13 +395,13 @@ func (r *Runner) record(stage string, run *state.ScriptRun, c *state.CacheRec, d
 // attempt) when the prefetch did not leave a usable copy.
 func (r *Runner) obtain(ctx context.Context, stage string, s lifecycle.Script, log *zap.Logger) (string, []byte, *state.CacheRec, error) {
 	st := r.Store.State
-	fd := FetchDecision(st, r.Cache, r.Node.BootID, r.Doc.ScriptCachingPolicy, stage, s.Name)
+	fd := FetchDecision(st, r.Cache.HasScript, r.Node.BootID, r.Doc.ScriptCachingPolicy, stage, s.Name)
 	var rec *state.CacheRec
 	if fd.Run {
 		t0 := time.Now()
 		data, err := r.Downloader.Download(ctx, s.ScriptSource, false)
 		if err != nil {
-			return "", nil, nil, fmt.Errorf("download %s: %w", s.ScriptSource.ScriptLocation, err)
+			return "", nil, nil, err // the source's error names the location
 		}
 		_, digest, err := r.Cache.PutScript(s.Name, data)
 		if err != nil {
