@@ -23,7 +23,6 @@ type notifyObserver struct {
 	extend time.Duration
 
 	mu     sync.Mutex
-	ready  bool
 	stop   chan struct{}
 	stopWG sync.WaitGroup
 }
@@ -60,18 +59,20 @@ func (o *notifyObserver) keepExtending() {
 	}()
 }
 
-// Ready stops the extensions and sends READY=1.
-func (o *notifyObserver) Ready() {
+// stopExtending ends the EXTEND_TIMEOUT_USEC ticker (idempotent).
+func (o *notifyObserver) stopExtending() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.ready {
-		return
-	}
-	o.ready = true
 	if o.stop != nil {
 		close(o.stop)
 		o.stopWG.Wait()
+		o.stop = nil
 	}
+}
+
+// Ready stops the extensions and sends READY=1.
+func (o *notifyObserver) Ready() {
+	o.stopExtending()
 	if err := o.n.Ready(); err != nil {
 		o.log.Warn("sd_notify READY=1 failed", zap.Error(err))
 	}
@@ -103,8 +104,10 @@ not send READY=1, so a slurmd that requires it never starts.`,
 			defer s.close()
 			obs := &notifyObserver{n: n, log: s.log, extend: extend}
 			obs.keepExtending()
-			defer obs.Ready() // never leave systemd waiting, whatever happened
-			defer func() { _ = n.Stopping() }()
+			// Until nodeBootstrapped has ended without TERMINATE, every way out leaves READY=1
+			// unsent: the unit fails and slurmd, which requires it, does not start — as in
+			// per-stage mode, where a failed bootstrapped oneshot keeps slurmd down.
+			defer obs.stopExtending()
 			if err := s.loadConfig(ctx); err != nil {
 				return err
 			}
@@ -127,13 +130,6 @@ not send READY=1, so a slurmd that requires it never starts.`,
 				obs.status("TERMINATE: the node must be replaced")
 				s.onTerminate(ctx, &sf, boot)
 				// No READY=1: slurmd, which requires this unit, must not start.
-				obs.mu.Lock()
-				obs.ready = true
-				if obs.stop != nil {
-					close(obs.stop)
-					obs.stopWG.Wait()
-				}
-				obs.mu.Unlock()
 				return &ExitError{Code: exitcode.Terminate}
 			}
 			obs.Ready()
@@ -154,6 +150,7 @@ not send READY=1, so a slurmd that requires it never starts.`,
 			}
 			code := exitcode.Worst(boot.ExitCode, ready.ExitCode)
 			obs.status("done: exit " + strconv.Itoa(code))
+			_ = n.Stopping()
 			if code != exitcode.OK {
 				return &ExitError{Code: code}
 			}

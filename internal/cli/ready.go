@@ -192,12 +192,12 @@ func (s *session) runReady(ctx context.Context, r *stage.Runner, f *slurmFlags, 
 	}
 	if f.drainOnFailure && len(fails) > 0 {
 		reason := failureText(fails[0])
+		drain := func() error { return sc.Drain(ctx, node, reason) }
 		if held {
-			// Drain refuses to overwrite a reason it does not own, ours included: lift our hold
-			// first (a window of one scontrol call).
-			_ = sc.Resume(ctx, node, holdReason)
+			// Swap our hold's reason for the failure's: no window in which a job could start.
+			drain = func() error { return sc.ReplaceDrain(ctx, node, holdReason, reason) }
 		}
-		if err := sc.Drain(ctx, node, reason); err != nil {
+		if err := drain(); err != nil {
 			log.Warn("could not drain the node after a failure", zap.Error(err))
 		} else {
 			log.Warn("node left drained after a failure", zap.String("reason", reason))
