@@ -29,8 +29,10 @@ acceptance: build tools ## the published experiments against bin/pcs-lifecycle
 
 test: unit acceptance ## everything CI runs
 
-fuzz: ## each fuzz target for FUZZTIME (default 30s)
+fuzz: ## each fuzz target for FUZZTIME (default 30s); the seed corpora also run in every go test
 	go test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $${FUZZTIME:-30s} ./pkg/lifecycle/
+	go test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $${FUZZTIME:-30s} -fuzzminimizetime 10s ./internal/state/
+	go test -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $${FUZZTIME:-30s} -fuzzminimizetime 10s ./internal/state/
 
 lint: ## gofmt and go vet
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }

@@ -86,6 +86,9 @@ func Decode(data []byte) (*State, error) {
 	if st.InstanceID == "" || st.FirstBootID == "" {
 		return nil, errors.New("instance_id and first_boot_id are required")
 	}
+	if st.Seq > MaxSeq {
+		return nil, fmt.Errorf("seq %d is out of range", st.Seq)
+	}
 	if st.Scripts == nil {
 		st.Scripts = map[string]*ScriptHistory{}
 	}
@@ -126,7 +129,7 @@ func applyJournal(st *State, j []byte) (int64, error) {
 		}
 		line := j[:i]
 		var e Event
-		if err := json.Unmarshal(line, &e); err != nil || e.Run == nil || e.Run.Name == "" || e.BootID == "" || e.Stage == "" {
+		if err := json.Unmarshal(line, &e); err != nil || e.Run == nil || e.Run.Name == "" || e.BootID == "" || e.Stage == "" || e.Seq > MaxSeq {
 			if len(j) == i+1 {
 				return off, nil // a damaged last line is a torn write too
 			}
@@ -232,9 +235,17 @@ func (s *Store) Save() error {
 	return err
 }
 
+// MaxSeq is the largest sequence number a snapshot or event may carry. Journal events are
+// applied only when their number is above the snapshot's, so a number that could wrap around
+// would make every later event invisible to readers; such a file is corrupt.
+const MaxSeq = 1<<63 - 1
+
 // Record appends an event to the journal and applies it. durable fdatasyncs the journal.
 // On a failed write the journal is cut back, so a full disk never leaves a torn line behind.
 func (s *Store) Record(e *Event, durable bool) error {
+	if s.State.Seq >= MaxSeq {
+		return fmt.Errorf("state %s: sequence number %d exhausted", s.snapPath, s.State.Seq)
+	}
 	e.Seq = s.State.Seq + 1
 	line, err := json.Marshal(e)
 	if err != nil {
