@@ -413,7 +413,7 @@ func (r *Runner) obtain(ctx context.Context, stage string, s lifecycle.Script, l
 	} else if fd.Reason == decide.FetchCachedOnce {
 		log.Info(decide.FetchReuseCacheOnce)
 	} else {
-		log.Debug("using the copy downloaded this boot")
+		log.Info("Using the cached copy downloaded this boot", zap.String("reason", fd.Reason))
 	}
 	digest := ""
 	if rec != nil {
