@@ -133,6 +133,7 @@ not send READY=1, so a slurmd that requires it never starts.`,
 				return &ExitError{Code: exitcode.Terminate}
 			}
 			obs.Ready()
+			defer func() { _ = n.Stopping() }() // every exit after READY=1
 			ready, err := s.runReady(ctx, r, &sf, obs.status)
 			if err != nil {
 				var ee *ExitError
@@ -150,7 +151,6 @@ not send READY=1, so a slurmd that requires it never starts.`,
 			}
 			code := exitcode.Worst(boot.ExitCode, ready.ExitCode)
 			obs.status("done: exit " + strconv.Itoa(code))
-			_ = n.Stopping()
 			if code != exitcode.OK {
 				return &ExitError{Code: code}
 			}

@@ -124,7 +124,9 @@ func (s *session) runReady(ctx context.Context, r *stage.Runner, f *slurmFlags, 
 		b.Stages[lifecycle.StageNodeReady].Status != state.StageRunning && b.Stages[lifecycle.StageNodeReady].Status != state.StageInterrupted {
 		return r.RunStage(ctx, lifecycle.StageNodeReady)
 	}
-	if len(s.doc.Scripts(lifecycle.StageNodeReady)) > 0 || f.holdJobs {
+	// Slurm is needed for the nodeReady scripts, the job hold, and to show an earlier failure
+	// of this boot (the Comment, --drain-on-failure) once the node is registered.
+	if len(s.doc.Scripts(lifecycle.StageNodeReady)) > 0 || f.holdJobs || len(bootFailures(s.store.State, s.doc, s.node.BootID)) > 0 {
 		if f.registrationTimeout == 0 {
 			log.Info("not waiting for Slurm registration (--registration-timeout 0)")
 		} else {
