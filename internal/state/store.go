@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 
 	"github.com/pcs-lifecycle/pcs-lifecycle/internal/fsutil"
@@ -156,6 +157,87 @@ type Store struct {
 	State                 *State
 	journal               *os.File
 	size                  int64
+	sync                  *syncer
+}
+
+// syncer fdatasyncs the journal in the background. A durable event is flushed while the next
+// script is being started rather than before: power loss within the flush loses the event
+// either way, and the flush no longer adds its milliseconds to every script. Save and Close
+// wait for it, and a failed flush is returned by the next Record, Save or Close.
+type syncer struct {
+	fd              int
+	mu              sync.Mutex
+	cond            *sync.Cond
+	requested, done uint64
+	err             error
+	kick            chan struct{}
+	exited          chan struct{}
+}
+
+func newSyncer(fd int) *syncer {
+	y := &syncer{fd: fd, kick: make(chan struct{}, 1), exited: make(chan struct{})}
+	y.cond = sync.NewCond(&y.mu)
+	go y.loop()
+	return y
+}
+
+func (y *syncer) loop() {
+	defer close(y.exited)
+	for range y.kick {
+		y.mu.Lock()
+		target := y.requested
+		y.mu.Unlock()
+		err := syscall.Fdatasync(y.fd)
+		y.mu.Lock()
+		if err != nil && y.err == nil {
+			y.err = err
+		}
+		y.done = target
+		y.cond.Broadcast()
+		y.mu.Unlock()
+	}
+}
+
+// request asks for a flush of everything written so far.
+func (y *syncer) request() {
+	y.mu.Lock()
+	y.requested++
+	y.mu.Unlock()
+	select {
+	case y.kick <- struct{}{}:
+	default: // a flush is already due; it will take this write too
+	}
+}
+
+// wait blocks until every requested flush is done and returns the first flush error.
+func (y *syncer) wait() error {
+	y.mu.Lock()
+	defer y.mu.Unlock()
+	for y.done < y.requested {
+		y.cond.Wait()
+	}
+	return y.err
+}
+
+func (y *syncer) failed() error {
+	y.mu.Lock()
+	defer y.mu.Unlock()
+	return y.err
+}
+
+func (y *syncer) stop() error {
+	err := y.wait()
+	close(y.kick)
+	<-y.exited
+	return err
+}
+
+// Flush waits until every durable event is on disk.
+func (s *Store) Flush() error {
+	if err := s.sync.wait(); err != nil {
+		return fmt.Errorf("fsync state journal %s: %w", s.journalPath, err)
+	}
+	return nil
 }
 
 // Open reads the state for writing (st nil when there is none yet) and opens the journal. The
@@ -203,6 +285,7 @@ func (s *Store) openJournal(good int64) error {
 		return err
 	}
 	s.journal, s.size = f, good
+	s.sync = newSyncer(int(f.Fd()))
 	return nil
 }
 
@@ -211,13 +294,22 @@ func (s *Store) Close() error {
 	if s.journal == nil {
 		return nil
 	}
-	err := s.journal.Close()
+	err := s.sync.stop()
+	if err != nil {
+		err = fmt.Errorf("fsync state journal %s: %w", s.journalPath, err)
+	}
+	if cerr := s.journal.Close(); err == nil {
+		err = cerr
+	}
 	s.journal = nil
 	return err
 }
 
 // Save writes the whole state as the new snapshot (durably) and empties the journal.
 func (s *Store) Save() error {
+	if err := s.Flush(); err != nil {
+		return err
+	}
 	data, err := json.MarshalIndent(s.State, "", " ")
 	if err != nil {
 		return err
@@ -240,9 +332,13 @@ func (s *Store) Save() error {
 // would make every later event invisible to readers; such a file is corrupt.
 const MaxSeq = 1<<63 - 1
 
-// Record appends an event to the journal and applies it. durable fdatasyncs the journal.
-// On a failed write the journal is cut back, so a full disk never leaves a torn line behind.
+// Record appends an event to the journal and applies it. durable has the journal fdatasynced
+// (in the background: see syncer; Flush waits for it). On a failed write the journal is cut
+// back, so a full disk never leaves a torn line behind.
 func (s *Store) Record(e *Event, durable bool) error {
+	if err := s.sync.failed(); err != nil {
+		return fmt.Errorf("fsync state journal %s: %w", s.journalPath, err)
+	}
 	if s.State.Seq >= MaxSeq {
 		return fmt.Errorf("state %s: sequence number %d exhausted", s.snapPath, s.State.Seq)
 	}
@@ -258,9 +354,7 @@ func (s *Store) Record(e *Event, durable bool) error {
 		return fmt.Errorf("write state journal %s: %w", s.journalPath, err)
 	}
 	if durable {
-		if err := syscall.Fdatasync(int(s.journal.Fd())); err != nil {
-			return fmt.Errorf("fsync state journal %s: %w", s.journalPath, err)
-		}
+		s.sync.request()
 	}
 	s.size += int64(len(line))
 	s.State.Apply(e)

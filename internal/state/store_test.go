@@ -194,6 +194,7 @@ func TestLock(t *testing.T) {
 	l2.Release()
 }
 
+// BenchmarkScriptEvents is the state cost on a script's critical path (the flush runs behind it).
 func BenchmarkScriptEvents(b *testing.B) {
 	d := b.TempDir()
 	s, err := state.Open(filepath.Join(d, "s", "state.json"), filepath.Join(d, "s", "state.journal"))
@@ -217,4 +218,33 @@ func BenchmarkAtomicSnapshot(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		_ = s.Save()
 	}
+}
+
+func BenchmarkScriptEventsFlushed(b *testing.B) {
+	d := b.TempDir()
+	s, err := state.Open(filepath.Join(d, "s", "state.json"), filepath.Join(d, "s", "state.journal"))
+	require.NoError(b, err)
+	require.NoError(b, s.Reset(state.New("i", "b", time.Now())))
+	s.State.EnsureBoot("b", time.Now()).Stages["x"] = &state.StageRun{}
+	now := time.Now()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		_ = s.Record(&state.Event{BootID: "b", Stage: "x", Run: &state.ScriptRun{Name: "s", Status: state.ScriptRunning, StartedAt: &now}}, false)
+		_ = s.Record(&state.Event{BootID: "b", Stage: "x", Run: &state.ScriptRun{Name: "s", Status: state.ScriptSucceeded, ExitCode: code(0), StartedAt: &now}}, true)
+		_ = s.Flush()
+	}
+}
+
+func TestFlushMakesDurableEventsReadable(t *testing.T) {
+	snap, journal := paths(t)
+	s := newStore(t, snap, journal)
+	for i := 0; i < 50; i++ {
+		startEnd(t, s, "b1", "nodeBootstrapped", "a", 0)
+	}
+	require.NoError(t, s.Flush())
+	st, err := state.Read(snap, journal)
+	require.NoError(t, err)
+	require.Equal(t, 50, st.Scripts["nodeBootstrapped/a"].Runs)
+	require.NoError(t, s.Close())
+	require.NoError(t, s.Close(), "Close is idempotent")
 }
