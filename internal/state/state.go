@@ -232,6 +232,13 @@ func (s *State) Apply(e *Event) {
 		b.Stages[e.Stage] = sr
 	}
 	run := *e.Run
+	if old := sr.Script(run.Name); old != nil && old.Status.Ended() && (run.Status == ScriptSkipped || run.Status == ScriptNotRun) {
+		// A script that ended in this stage run stays ended in it: a stage resumed after an
+		// interruption records its scripts that finished before as skipped ("already ran
+		// this boot"), and replacing the end by that skip would make a second resumption run
+		// them again. (--force starts a new stage run, so nothing else follows an end.)
+		return
+	}
 	sr.Upsert(&run)
 	switch {
 	case run.Status == ScriptRunning:
