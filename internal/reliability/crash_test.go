@@ -140,7 +140,8 @@ func crashNode(t *testing.T, rng *rand.Rand, srv *testenv.S3Server, bucket strin
 				t.Errorf("node %s: FIRST_BOOT_ONLY %s finished on this instance and ran again (boot %d)", n.instance, name, n.bootN)
 			}
 			if doneThisBoot[stage+"/"+name] {
-				t.Errorf("node %s: %s/%s ended earlier in this boot and ran again", n.instance, stage, name)
+				t.Errorf("node %s: %s/%s ended earlier in this boot and ran again (kill aimed at %s)\nmarkers:\n%s\nexecutor.log:\n%s",
+					n.instance, stage, name, aim, strings.Join(after.lines, "\n"), readFile(n.layout.ExecutorLog()))
 			}
 			if pendingRerun[name] {
 				st.reRuns++
@@ -271,6 +272,11 @@ func runMaybeKill(t *testing.T, n *node, rng *rand.Rand, p *testenv.FaultProxy, 
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 
+	// Drawn here: rng is not safe for the goroutine below and this one at once.
+	downloadDelay := time.Duration(rng.IntN(8000)) * time.Microsecond
+	scriptDelay := time.Duration(rng.IntN(15000)) * time.Microsecond
+	randomDelay := time.Duration(rng.IntN(50000)) * time.Microsecond
+	skip := rng.IntN(4)
 	fire := make(chan struct{})
 	go func() {
 		defer close(fire)
@@ -287,9 +293,8 @@ func runMaybeKill(t *testing.T, n *node, rng *rand.Rand, p *testenv.FaultProxy, 
 					time.Sleep(200 * time.Microsecond)
 				}
 			}
-			time.Sleep(time.Duration(rng.IntN(8000)) * time.Microsecond)
+			time.Sleep(downloadDelay)
 		case aimScript, aimState:
-			skip := rng.IntN(4)
 			for {
 				select {
 				case <-deadline:
@@ -313,13 +318,13 @@ func runMaybeKill(t *testing.T, n *node, rng *rand.Rand, p *testenv.FaultProxy, 
 						continue
 					}
 					if aim == aimScript {
-						time.Sleep(time.Duration(rng.IntN(15000)) * time.Microsecond)
+						time.Sleep(scriptDelay)
 					}
 					return
 				}
 			}
 		default:
-			time.Sleep(time.Duration(rng.IntN(50000)) * time.Microsecond)
+			time.Sleep(randomDelay)
 		}
 	}()
 	var landed string
@@ -328,9 +333,9 @@ func runMaybeKill(t *testing.T, n *node, rng *rand.Rand, p *testenv.FaultProxy, 
 		return finish(cmd, err, start, &stdout, &stderr), ""
 	case <-fire:
 		downloading := p.Active() > 0
-		if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); err != nil {
+		if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); err != nil && err != syscall.ESRCH {
 			t.Fatalf("kill: %v", err)
-		}
+		} // ESRCH: it exited (and was reaped) just before; the exit code says so below
 		err := <-exited
 		r := finish(cmd, err, start, &stdout, &stderr)
 		if r.code != 128+int(syscall.SIGKILL) {
