@@ -351,3 +351,53 @@ func TestDownloadStall(t *testing.T) {
 		}
 	}
 }
+
+// TestRefreshFailureKeepsNoStaleCopy: under REFRESH_ON_REBOOT a failed refresh is a download
+// failure — the copy cached at the first boot is not run — and a refresh cut short never
+// damages that copy. A configuration document fetched through the same faults is retried.
+func TestRefreshFailureKeepsNoStaleCopy(t *testing.T) {
+	t.Parallel()
+	for _, be := range backends {
+		t.Run(be.name, func(t *testing.T) {
+			t.Parallel()
+			b := be.mk(t, testenv.FaultOptions{DripChunk: 32, DripEvery: 10 * time.Millisecond})
+			n := newNode(t, "refresh")
+			b.setup(n)
+			out := filepath.Join(n.work, "out")
+			tok := token()
+			data := guardedScript(out, tok)
+			b.put("scripts/r.sh", data)
+			doc := document(lifecycle.RefreshOnReboot, []lifecycle.Script{
+				script("r", b.location("scripts/r.sh"), lifecycle.EveryBoot, lifecycle.Continue)}, nil)
+			b.put("config/doc.json", doc.Marshal())
+			// The configuration itself comes through a 5xx and a reset first.
+			b.proxy.Inject("doc.json", testenv.Pass, testenv.ServerError, testenv.Reset)
+			if r := n.run("run", "--stage", "nodeBootstrapped", "--config", b.location("config/doc.json")); r.code != 0 {
+				t.Fatalf("first boot: %s", r)
+			}
+			if got := len(b.proxy.Requests("doc.json")); got != 3 {
+				t.Errorf("configuration requested %d times, want 3", got)
+			}
+			for i, f := range []testenv.Fault{testenv.Truncate, testenv.ResetMidBody, testenv.ServerError, testenv.DripThenCut} {
+				n.reboot()
+				b.proxy.Inject("r.sh", f)
+				r := n.run("run", "--stage", "nodeBootstrapped")
+				if r.code != 3 {
+					t.Fatalf("reboot with a failed refresh (%s): want exit 3: %s", f, r)
+				}
+				if c := strings.Count(readFile(out), "complete "+tok); c != 1 {
+					t.Fatalf("after %d failed refreshes the script ran %d times: a stale copy was used", i+1, c)
+				}
+				checkCache(t, n, map[string][]byte{"r": data})
+			}
+			b.proxy.Clear()
+			n.reboot()
+			if r := n.run("run", "--stage", "nodeBootstrapped"); r.code != 0 {
+				t.Fatalf("reboot with the source back: %s", r)
+			}
+			if c := strings.Count(readFile(out), "complete "+tok); c != 2 {
+				t.Errorf("the script ran %d times in all, want 2", c)
+			}
+		})
+	}
+}
