@@ -1,8 +1,11 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"os"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -23,10 +26,21 @@ func newValidateCmd() *cobra.Command {
 			}
 			doc, warnings, err := lifecycle.Parse(data, lifecycle.Options{APIStrict: strict})
 			w := cmd.OutOrStdout()
+			var ve *lifecycle.ValidationError
+			if errors.As(err, &ve) {
+				// The listing is validate's output: on stdout, one "error: path: message" per
+				// line; stderr repeats it unless both go to the same place (a terminal).
+				for _, p := range ve.Problems {
+					fmt.Fprintf(w, "error: %s\n", p)
+				}
+			}
 			for _, p := range warnings {
 				fmt.Fprintf(w, "warning: %s\n", p)
 			}
 			if err != nil {
+				if sameFile(cmd.OutOrStdout(), cmd.ErrOrStderr()) {
+					return exitf(exitcode.Usage, "%s: invalid configuration", args[0])
+				}
 				return usageProblems(args[0], err)
 			}
 			n := len(doc.Scripts(lifecycle.StageNodeBootstrapped)) + len(doc.Scripts(lifecycle.StageNodeReady))
@@ -36,4 +50,18 @@ func newValidateCmd() *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&strict, "api-strict", false, "apply the service API's patterns exactly (https hosts must be DNS names)")
 	return cmd
+}
+
+// sameFile reports whether two writers are the same open file (say, one terminal).
+func sameFile(a, b io.Writer) bool {
+	fa, ok1 := a.(*os.File)
+	fb, ok2 := b.(*os.File)
+	if !ok1 || !ok2 {
+		return false
+	}
+	var sa, sb syscall.Stat_t
+	if syscall.Fstat(int(fa.Fd()), &sa) != nil || syscall.Fstat(int(fb.Fd()), &sb) != nil {
+		return false
+	}
+	return sa.Dev == sb.Dev && sa.Ino == sb.Ino
 }
