@@ -27,7 +27,7 @@ unit: tools ## go tests with -race (needs versitygw, slurm and munge installed: 
 acceptance: build tools ## the published experiments against bin/pcs-lifecycle
 	bash ../shared/acceptance/seed-scenarios.sh
 
-test: unit acceptance ## everything CI runs
+test: lint unit fuzz acceptance ## everything CI runs: lint, go tests, the published experiments, each fuzz target for FUZZTIME
 
 fuzz: ## each fuzz target for FUZZTIME (default 30s); the seed corpora also run in every go test
 	go test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $${FUZZTIME:-30s} ./pkg/lifecycle/
