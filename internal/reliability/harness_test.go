@@ -184,7 +184,7 @@ type result struct {
 	stdout  string
 	stderr  string
 	elapsed time.Duration
-	maxRSS  int64 // KiB, from the child's rusage
+	maxRSS  int64 // KiB, from the child's rusage (includes this process's own peak: see measured)
 }
 
 func (r result) String() string {

@@ -27,7 +27,7 @@ func limitsNode(t *testing.T, name string, policy lifecycle.ExecutionPolicy, bod
 	return n, cfg
 }
 
-// measured runs the executor, polling its peak RSS (VmHWM) while it runs.
+// measured runs the executor, polling its peak RSS (VmHWM, KiB) while it runs.
 func measured(t *testing.T, n *node, args ...string) (result, int64) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -51,7 +51,13 @@ func measured(t *testing.T, n *node, args ...string) (result, int64) {
 			if ctx.Err() != nil {
 				t.Fatalf("executor did not finish: %s", r)
 			}
-			return r, max(hwm, r.maxRSS)
+			// VmHWM of the executor's own memory after exec. The rusage maxrss is no
+			// substitute: os/exec starts the child with CLONE_VM|CLONE_VFORK, and the kernel
+			// carries the parent's (this test's) high-water mark into the child's at exec.
+			if hwm == 0 {
+				t.Fatalf("could not read VmHWM of the executor while it ran")
+			}
+			return r, hwm
 		case <-tick.C:
 			hwm = max(hwm, vmHWM(cmd.Process.Pid))
 		}
