@@ -125,7 +125,7 @@ func checkCache(t *testing.T, n *node, want map[string][]byte) {
 // TestDownloadFaults injects every fault into the first two attempts of a download (the
 // third, within the prefetch's 3 attempts, succeeds) and into every attempt (3 in the prefetch
 // and the one more at the script's turn, then onError), for s3:// through versitygw and
-// https:// through the TLS server.
+// https:// through the TLS server. Each case runs once, 5 times under PCS_RELIABILITY_FULL=1.
 func TestDownloadFaults(t *testing.T) {
 	t.Parallel()
 	faults := []testenv.Fault{testenv.ServerError, testenv.Reset, testenv.ResetMidBody, testenv.Truncate, testenv.DripThenCut, testenv.Corrupt}
@@ -150,8 +150,10 @@ func TestDownloadFaults(t *testing.T) {
 					}
 					t.Run(fmt.Sprintf("%s/%s/%s", be.name, f, mode), func(t *testing.T) {
 						t.Parallel()
-						b := be.mk(t, testenv.FaultOptions{DripChunk: 32, DripEvery: 10 * time.Millisecond})
-						downloadFaultCase(t, b, f, persistent, onError, tally)
+						for round := 0; round < count(1, 5); round++ {
+							b := be.mk(t, testenv.FaultOptions{DripChunk: 32, DripEvery: 10 * time.Millisecond})
+							downloadFaultCase(t, b, f, persistent, onError, tally)
+						}
 					})
 				}
 			}
@@ -398,6 +400,7 @@ func TestRefreshFailureKeepsNoStaleCopy(t *testing.T) {
 			if c := strings.Count(readFile(out), "complete "+tok); c != 2 {
 				t.Errorf("the script ran %d times in all, want 2", c)
 			}
+			report(t, "refresh-faults-"+b.name, map[string]any{"faults_injected": b.proxy.Injected(), "boots": 6})
 		})
 	}
 }
