@@ -46,7 +46,8 @@ const (
 func Run(in Input) Decision {
 	if in.ThisBoot != nil && !in.Force {
 		switch {
-		case in.ThisBoot.Status.Ended():
+		case in.ThisBoot.Status.Ended() || in.ThisBoot.Status == state.ScriptDownloadFailed:
+			// A download failure had its onError applied: it is this boot's outcome.
 			return Decision{false, ReasonDoneThisBoot}
 		case in.ThisBoot.Status == state.ScriptRunning || in.ThisBoot.Status == state.ScriptInterrupted:
 			return Decision{true, ReasonResumeAfterCut}

@@ -35,6 +35,7 @@ func TestRun(t *testing.T) {
 		{"reboot, first-boot-only never reached after STOP_SEQUENCE", decide.Input{Policy: fbo, FirstBootStageEnded: true}, false, decide.ReasonNotFirstBoot},
 		{"same boot, succeeded already", decide.Input{Policy: every, FirstBoot: true, ThisBoot: done}, false, decide.ReasonDoneThisBoot},
 		{"same boot, failed already", decide.Input{Policy: every, ThisBoot: failed}, false, decide.ReasonDoneThisBoot},
+		{"same boot, download failed already", decide.Input{Policy: every, ThisBoot: &state.ScriptRun{Status: state.ScriptDownloadFailed}}, false, decide.ReasonDoneThisBoot},
 		{"same boot, was running (crash)", decide.Input{Policy: fbo, ThisBoot: running, History: ended, FirstBootStageEnded: true}, true, decide.ReasonResumeAfterCut},
 		{"same boot, interrupted", decide.Input{Policy: fbo, ThisBoot: interrupted}, true, decide.ReasonResumeAfterCut},
 		{"same boot, skipped earlier: decide again", decide.Input{Policy: fbo, ThisBoot: skipped, History: ended, FirstBootStageEnded: true}, false, decide.ReasonNotFirstBoot},

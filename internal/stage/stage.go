@@ -311,6 +311,22 @@ func (r *Runner) RunStage(ctx context.Context, stage string) (Outcome, error) {
 			continue
 		}
 		d := r.Decide(stage, s)
+		if !d.Run && d.Reason == decide.ReasonDoneThisBoot {
+			// A stage resumed after a kill: this script's outcome stands as recorded, and a
+			// failure's onError holds again (STOP_SEQUENCE still stops, CONTINUE still counts).
+			slog.Info("skipping script", zap.String("reason", d.Reason))
+			if prev := sr.Script(s.Name); prev != nil && (prev.Status == state.ScriptFailed || prev.Status == state.ScriptDownloadFailed) {
+				code, halt, err := r.applyFailure(stage, s, prev, &out, slog, true)
+				if err != nil {
+					return out, err
+				}
+				result = exitcode.Worst(result, code)
+				if halt != "" {
+					stop = halt
+				}
+			}
+			continue
+		}
 		if !d.Run {
 			if err := r.record(stage, &state.ScriptRun{Name: s.Name, Status: state.ScriptSkipped, Reason: d.Reason}, nil, false); err != nil {
 				return out, err
@@ -335,34 +351,13 @@ func (r *Runner) RunStage(ctx context.Context, stage string) (Outcome, error) {
 		if run.Status == state.ScriptSucceeded {
 			continue
 		}
-		f := Failure{Stage: stage, Script: s.Name, Status: run.Status, Signal: run.Signal, OnError: s.OnError, Err: run.Error}
-		if run.ExitCode != nil {
-			f.ExitCode = *run.ExitCode
+		code, halt, err := r.applyFailure(stage, s, run, &out, slog, false)
+		if err != nil {
+			return out, err
 		}
-		out.Failures = append(out.Failures, f)
-		fields := []zap.Field{zap.String("on_error", OnErrorName(s.OnError)), zap.String("status", string(run.Status))}
-		if run.ExitCode != nil {
-			fields = append(fields, zap.Int("exit_code", *run.ExitCode))
-		}
-		if run.Signal != "" {
-			fields = append(fields, zap.String("signal", run.Signal))
-		}
-		if run.Error != "" {
-			fields = append(fields, zap.String("error", run.Error))
-		}
-		switch s.OnError {
-		case lifecycle.Terminate:
-			result = exitcode.Terminate
-			stop = "an earlier script failed under TERMINATE"
-			slog.Error("lifecycle script failed; terminating: nothing more runs on this node", fields...)
-			st.Terminated = &state.Termination{BootID: r.Node.BootID, Stage: stage, Script: s.Name, ExitCode: f.ExitCode, Signal: f.Signal, Reason: string(run.Status), At: r.now()}
-		case lifecycle.StopSequence:
-			result = exitcode.Worst(result, exitcode.Failed)
-			stop = "an earlier script failed under STOP_SEQUENCE"
-			slog.Error("lifecycle script failed; stopping remaining scripts", fields...)
-		default:
-			result = exitcode.Worst(result, exitcode.Failed)
-			slog.Error("lifecycle script failed; continuing with remaining scripts", fields...)
+		result = exitcode.Worst(result, code)
+		if halt != "" {
+			stop = halt
 		}
 	}
 	now := r.now()
@@ -384,6 +379,52 @@ func (r *Runner) RunStage(ctx context.Context, stage string) (Outcome, error) {
 	lvl("stage finished", zap.String("status", string(sr.Status)), zap.Int("exit_code", result),
 		zap.Int64("duration_ms", time.Since(stageStart).Milliseconds()))
 	return out, r.Store.Save()
+}
+
+// applyFailure applies a failed script's onError: it returns the stage result it implies and,
+// for STOP_SEQUENCE and TERMINATE, the reason the remaining scripts do not run. A TERMINATE
+// marks the instance failed durably at once. earlier: the failure was recorded earlier in
+// this boot (a resumed stage), so it is not logged as new.
+func (r *Runner) applyFailure(stage string, s lifecycle.Script, run *state.ScriptRun, out *Outcome, log *zap.Logger, earlier bool) (int, string, error) {
+	f := Failure{Stage: stage, Script: s.Name, Status: run.Status, Signal: run.Signal, OnError: s.OnError, Err: run.Error}
+	if run.ExitCode != nil {
+		f.ExitCode = *run.ExitCode
+	}
+	out.Failures = append(out.Failures, f)
+	fields := []zap.Field{zap.String("on_error", OnErrorName(s.OnError)), zap.String("status", string(run.Status))}
+	if run.ExitCode != nil {
+		fields = append(fields, zap.Int("exit_code", *run.ExitCode))
+	}
+	if run.Signal != "" {
+		fields = append(fields, zap.String("signal", run.Signal))
+	}
+	if run.Error != "" {
+		fields = append(fields, zap.String("error", run.Error))
+	}
+	lvl := log.Error
+	prefix := ""
+	if earlier {
+		lvl, prefix = log.Warn, "earlier in this boot: "
+	}
+	switch s.OnError {
+	case lifecycle.Terminate:
+		lvl(prefix+"lifecycle script failed; terminating: nothing more runs on this node", fields...)
+		st := r.Store.State
+		if st.Terminated == nil || r.Force {
+			st.Terminated = &state.Termination{BootID: r.Node.BootID, Stage: stage, Script: s.Name, ExitCode: f.ExitCode,
+				Signal: f.Signal, Reason: string(run.Status), At: r.now()}
+			// Durable now: a kill before the stage's end must not forget the node is condemned.
+			if err := r.Store.Save(); err != nil {
+				return exitcode.Terminate, "", err
+			}
+		}
+		return exitcode.Terminate, "an earlier script failed under TERMINATE", nil
+	case lifecycle.StopSequence:
+		lvl(prefix+"lifecycle script failed; stopping remaining scripts", fields...)
+		return exitcode.Failed, "an earlier script failed under STOP_SEQUENCE", nil
+	}
+	lvl(prefix+"lifecycle script failed; continuing with remaining scripts", fields...)
+	return exitcode.Failed, "", nil
 }
 
 // record journals a script run; durable when it is an end a later boot must not forget.
