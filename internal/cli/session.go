@@ -199,6 +199,12 @@ func usageProblems(name string, err error) error {
 func (s *session) loadConfig(ctx context.Context) error {
 	st := s.store.State
 	cached, cerr := s.cache.Config()
+	if cerr != nil && !errors.Is(cerr, os.ErrNotExist) {
+		// A cached configuration that is a symlink, writable by others or owned by someone
+		// else is never used, nor silently replaced.
+		s.log.Error("cached configuration refused", zap.String("path", s.layout.CachedConfig()), zap.Error(cerr))
+		return exitf(exitcode.Internal, "cached configuration %s: %v", s.layout.CachedConfig(), cerr)
+	}
 	if cerr == nil && st.ConfigSHA != "" && cache.Digest(cached) != st.ConfigSHA {
 		s.log.Error("cached configuration changed on disk; refusing it", zap.String("path", s.layout.CachedConfig()))
 		return exitf(exitcode.Internal, "cached configuration %s changed on disk since it was cached (sha256 %s, recorded %s)",

@@ -14,21 +14,11 @@ import (
 	"github.com/pcs-lifecycle/pcs-lifecycle/pkg/lifecycle"
 )
 
-// strict turns the checks of known, reported product bugs into failures
-// (PCS_RELIABILITY_STRICT=1); by default they are logged as KNOWN BUG lines, never silently.
-func strict() bool { return os.Getenv("PCS_RELIABILITY_STRICT") == "1" }
-
-// knownBug checks a property a reported product bug breaks: when ok is false it logs the bug
-// (and fails under PCS_RELIABILITY_STRICT=1); when ok is true it says the bug looks fixed.
-func knownBug(t *testing.T, ok bool, bug string) {
+// mustHold fails the test with the bug a broken property would be.
+func mustHold(t *testing.T, ok bool, bug string) {
 	t.Helper()
-	switch {
-	case ok:
-		t.Logf("known bug no longer seen (update docs/reliability.md): %s", bug)
-	case strict():
-		t.Errorf("KNOWN BUG: %s", bug)
-	default:
-		t.Logf("KNOWN BUG (reported, see docs/reliability.md; PCS_RELIABILITY_STRICT=1 fails on it): %s", bug)
+	if !ok {
+		t.Errorf("%s", bug)
 	}
 }
 
@@ -198,7 +188,7 @@ func TestFullDiskLogs(t *testing.T) {
 			t.Errorf("status: %+v", d)
 		}
 		sc := findScript(t, d, "nodeBootstrapped", "logged")
-		knownBug(t, sc.Runs == 0 && sc.LastResult != "running",
+		mustHold(t, sc.Runs == 0 && sc.LastResult != "running",
 			fmt.Sprintf("stage.runScript journals the script as started (runs=%d, last=%q) before scriptlog.Start, so a script whose log cannot be opened is counted as a run that never happened", sc.Runs, sc.LastResult))
 		report(t, "full-disk-logs-before", map[string]any{"exit": r.code})
 	})
@@ -219,7 +209,7 @@ func TestFullDiskLogs(t *testing.T) {
 		if sc := findScript(t, d, "nodeBootstrapped", "flood"); sc.LastResult != "succeeded" || sc.Runs != 1 {
 			t.Errorf("the script's real outcome is not recorded: %+v", sc)
 		}
-		knownBug(t, r.code == 1, fmt.Sprintf("stage.runScript ignores proc.Result.OutputErr and only WARNs when the script log cannot be ended: a run whose log filled the disk exits %d, not 1 (SPEC §7: 1 = disk)", r.code))
+		mustHold(t, r.code == 1, fmt.Sprintf("stage.runScript ignores proc.Result.OutputErr and only WARNs when the script log cannot be ended: a run whose log filled the disk must exit 1 (SPEC §7: 1 = disk), got %d", r.code))
 		report(t, "full-disk-logs-during", map[string]any{"exit": r.code})
 	})
 }

@@ -90,3 +90,6 @@ func (r *Run) End(o Outcome, now time.Time) error {
 	}
 	return err
 }
+
+// Close closes the log without an end line (the run never started).
+func (r *Run) Close() { r.f.Close() }

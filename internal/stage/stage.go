@@ -514,8 +514,15 @@ func (r *Runner) runScript(ctx context.Context, stage string, s lifecycle.Script
 		return run, r.record(stage, run, rec, true)
 	}
 	started := r.now()
+	// The log first: a script whose log cannot be written does not run (a disk failure is
+	// the executor's, exit 1), and is not recorded as started.
+	slog, err := scriptlog.Start(r.Layout.StageLogDir(stage), r.Layout.ScriptLog(stage, s.Name), s.Name, s.Arguments, started)
+	if err != nil {
+		return nil, err
+	}
 	run.Status, run.StartedAt, run.Reason = state.ScriptRunning, &started, d.Reason
 	if err := r.record(stage, run, rec, false); err != nil {
+		slog.Close()
 		return nil, err
 	}
 	argv := s.Arguments
@@ -528,16 +535,13 @@ func (r *Runner) runScript(ctx context.Context, stage string, s lifecycle.Script
 		r.Observer.ScriptStarted(stage, s.Name)
 	}
 	log.Info("starting script", zap.String("reason", d.Reason), zap.Strings("arguments", s.Arguments))
-	slog, err := scriptlog.Start(r.Layout.StageLogDir(stage), r.Layout.ScriptLog(stage, s.Name), s.Name, s.Arguments, started)
-	if err != nil {
-		return nil, err
-	}
 	res, err := proc.Run(ctx, proc.Spec{
 		Path: path, Args: argv, Env: r.Env(stage, s.Name, r.boot().FirstBoot), Dir: "/",
 		Output: slog, MaxOutput: scriptlog.MaxOutput, Timeout: r.ScriptTimeout, KillGrace: r.KillGrace,
 	})
 	ended := r.now()
 	end := &state.ScriptRun{Name: s.Name, StartedAt: &started, Reason: d.Reason, DurationMS: res.Duration.Milliseconds()}
+	var logErr error
 	if err != nil && ctx.Err() != nil {
 		// Cancelled before it could start: an interruption, not a failure of the script.
 		res, err = proc.Result{ExitCode: -1, Signal: "TERM", Canceled: true}, nil
@@ -561,8 +565,9 @@ func (r *Runner) runScript(ctx context.Context, stage string, s lifecycle.Script
 		case res.Failed():
 			end.Status = state.ScriptFailed
 		}
-		if err := slog.End(scriptlog.Outcome{ExitCode: res.ExitCode, Signal: res.Signal, Truncated: res.Truncated}, ended); err != nil {
-			log.Warn("could not finish the script log", zap.Error(err))
+		logErr = res.OutputErr
+		if err := slog.End(scriptlog.Outcome{ExitCode: res.ExitCode, Signal: res.Signal, Truncated: res.Truncated}, ended); err != nil && logErr == nil {
+			logErr = err
 		}
 		if res.Truncated {
 			log.Warn("script output truncated in its log", zap.Int64("output_bytes", res.OutputBytes))
@@ -571,6 +576,12 @@ func (r *Runner) runScript(ctx context.Context, stage string, s lifecycle.Script
 	// An interrupted run is not an end: the history keeps the script pending, so it runs again.
 	if err := r.record(stage, end, nil, true); err != nil {
 		return nil, err
+	}
+	if logErr != nil {
+		// The script's outcome is recorded; its log is not whole (a full disk): the executor
+		// failed, exit 1, and the operator must know.
+		log.Error("could not write the script's log", zap.String("path", r.Layout.ScriptLog(stage, s.Name)), zap.Error(logErr))
+		return nil, fmt.Errorf("script log %s: %w", r.Layout.ScriptLog(stage, s.Name), logErr)
 	}
 	fields := []zap.Field{zap.Int64("duration_ms", end.DurationMS)}
 	if end.ExitCode != nil {
