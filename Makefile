@@ -22,7 +22,7 @@ tools: ## install the pinned test tools (versitygw) into .tools/
 	@command -v versitygw >/dev/null || GOBIN=$(GOBIN_TOOLS) go install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION)
 
 unit: tools ## go tests with -race (needs versitygw, slurm and munge installed: see .ci/run)
-	go test -race -count=1 ./...
+	go test -race -count=1 -p 1 ./...  # one package at a time: the real-daemon tests are timing-sensitive under load
 
 acceptance: build tools ## the published experiments against bin/pcs-lifecycle
 	bash ../shared/acceptance/seed-scenarios.sh
