@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // State is one node as `scontrol show node` prints it.
@@ -111,8 +112,11 @@ func splitState(s string) []string {
 // runs to the end of the line and may hold spaces.
 var wholeLine = []string{"Reason=", "Comment=", "OS=", "Extra="}
 
-// reasonRE splits "text [user@time]".
-var reasonRE = regexp.MustCompile(`^(.*?) ?\[([^\[\]@]*)@([^\[\]]*)\]$`)
+// reasonRE splits "text [user@time]". Compiled on first use: every pcs-lifecycle command
+// pays for package initialisation, and status has a start-up budget.
+var reasonRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(.*?) ?\[([^\[\]@]*)@([^\[\]]*)\]$`)
+})
 
 // ParseNodes parses the output of `scontrol show node` (the multi-line form, not -o): records
 // separated by blank lines, each beginning with NodeName=.
@@ -180,7 +184,7 @@ func finish(st State) State {
 	}
 	st.Comment = st.Fields["Comment"]
 	st.Reason = st.Fields["Reason"]
-	if m := reasonRE.FindStringSubmatch(st.Reason); m != nil {
+	if m := reasonRE().FindStringSubmatch(st.Reason); m != nil {
 		st.Reason, st.ReasonUser, st.ReasonTime = m[1], m[2], m[3]
 	}
 	return st

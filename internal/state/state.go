@@ -16,8 +16,9 @@ import (
 const Version = 1
 
 // MaxBoots bounds the boots kept in the snapshot (the oldest are dropped; per-script history
-// keeps its own counters).
-const MaxBoots = 32
+// keeps its own counters, and the first boot is always kept). The snapshot is read by every
+// status, so it stays small: about 3 KB per boot of 20 scripts.
+const MaxBoots = 10
 
 // StageStatus is where a stage run stands.
 type StageStatus string
@@ -145,7 +146,18 @@ func (s *State) EnsureBoot(bootID string, now time.Time) *Boot {
 	b := &Boot{BootID: bootID, FirstBoot: bootID == s.FirstBootID, StartedAt: now.UTC(), Stages: map[string]*StageRun{}}
 	s.Boots = append(s.Boots, b)
 	if len(s.Boots) > MaxBoots {
-		s.Boots = s.Boots[len(s.Boots)-MaxBoots:]
+		// Drop the oldest but the first boot: whether its stages ended decides what
+		// FIRST_BOOT_ONLY scripts are still owed, on every later boot.
+		kept := make([]*Boot, 0, MaxBoots)
+		drop := len(s.Boots) - MaxBoots
+		for _, old := range s.Boots {
+			if drop > 0 && old.BootID != s.FirstBootID {
+				drop--
+				continue
+			}
+			kept = append(kept, old)
+		}
+		s.Boots = kept
 	}
 	return b
 }

@@ -310,7 +310,7 @@ func (s *Store) Save() error {
 	if err := s.Flush(); err != nil {
 		return err
 	}
-	data, err := json.MarshalIndent(s.State, "", " ")
+	data, err := json.Marshal(s.State)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package state_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -247,4 +248,17 @@ func TestFlushMakesDurableEventsReadable(t *testing.T) {
 	require.Equal(t, 50, st.Scripts["nodeBootstrapped/a"].Runs)
 	require.NoError(t, s.Close())
 	require.NoError(t, s.Close(), "Close is idempotent")
+}
+
+// TestFirstBootKeptPastMaxBoots: the first boot's record decides which FIRST_BOOT_ONLY scripts
+// are owed on every later boot, so trimming old boots never drops it.
+func TestFirstBootKeptPastMaxBoots(t *testing.T) {
+	st := state.New("i", "first", time.Now())
+	st.EnsureBoot("first", time.Now()).Stages["nodeBootstrapped"] = &state.StageRun{Status: state.StageFailed}
+	for i := 0; i < 3*state.MaxBoots; i++ {
+		st.EnsureBoot(fmt.Sprintf("b%d", i), time.Now())
+	}
+	require.Len(t, st.Boots, state.MaxBoots)
+	require.NotNil(t, st.FirstBootStage("nodeBootstrapped"))
+	require.Equal(t, fmt.Sprintf("b%d", 3*state.MaxBoots-1), st.Boots[len(st.Boots)-1].BootID)
 }
