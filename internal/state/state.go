@@ -17,8 +17,8 @@ const Version = 1
 
 // MaxBoots bounds the boots kept in the snapshot (the oldest are dropped; per-script history
 // keeps its own counters, and the first boot is always kept). The snapshot is read by every
-// status, so it stays small: about 3 KB per boot of 20 scripts.
-const MaxBoots = 10
+// status, so it stays small: about 3.5 KB per boot of 20 scripts.
+const MaxBoots = 5
 
 // StageStatus is where a stage run stands.
 type StageStatus string

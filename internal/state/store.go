@@ -69,20 +69,26 @@ func read(snapPath, journalPath string) (*State, int64, error) {
 
 // Decode parses a snapshot.
 func Decode(data []byte) (*State, error) {
-	var probe struct {
-		Version int `json:"version"`
-	}
-	if err := json.Unmarshal(data, &probe); err != nil {
-		return nil, fmt.Errorf("invalid JSON: %w", err)
-	}
-	if probe.Version != Version {
-		return nil, fmt.Errorf("unsupported version %d (this executor reads version %d)", probe.Version, Version)
-	}
 	st := &State{}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(st); err != nil {
-		return nil, fmt.Errorf("invalid JSON: %w", err)
+	derr := dec.Decode(st)
+	if derr == nil && dec.More() {
+		derr = errors.New("data after the top-level value")
+	}
+	if derr != nil || st.Version != Version {
+		// One decode on the common path (status reads this on every call); the version is
+		// looked at on its own only to explain a failure.
+		var probe struct {
+			Version int `json:"version"`
+		}
+		if err := json.Unmarshal(data, &probe); err != nil {
+			return nil, fmt.Errorf("invalid JSON: %w", err)
+		}
+		if probe.Version != Version {
+			return nil, fmt.Errorf("unsupported version %d (this executor reads version %d)", probe.Version, Version)
+		}
+		return nil, fmt.Errorf("invalid JSON: %w", derr)
 	}
 	if st.InstanceID == "" || st.FirstBootID == "" {
 		return nil, errors.New("instance_id and first_boot_id are required")
