@@ -105,17 +105,13 @@ type FaultProxy struct {
 	CAFile string // with TLS: the CA of the proxy's certificate (PEM), for SSL_CERT_FILE
 
 	opts FaultOptions
-	ln   net.Listener
+	srv  *connServer
 
 	mu       sync.Mutex
 	rules    []*faultRule
 	reqs     []ProxyRequest
 	injected map[Fault]int
 	active   int
-	conns    map[net.Conn]struct{}
-	closed   bool
-	done     chan struct{}
-	wg       sync.WaitGroup
 }
 
 // StartFaultProxy starts a fault-injecting proxy for opts.Upstream; it is closed when the test
@@ -135,8 +131,7 @@ func StartFaultProxy(t testing.TB, opts FaultOptions) *FaultProxy {
 	if err != nil {
 		t.Fatalf("testenv: listen for fault proxy: %v", err)
 	}
-	p := &FaultProxy{opts: opts, Addr: ln.Addr().String(), injected: map[Fault]int{},
-		conns: map[net.Conn]struct{}{}, done: make(chan struct{})}
+	p := &FaultProxy{opts: opts, Addr: ln.Addr().String(), injected: map[Fault]int{}}
 	scheme := "http"
 	if opts.TLS {
 		ca, leaf, err := newCertificates()
@@ -153,10 +148,8 @@ func StartFaultProxy(t testing.TB, opts FaultOptions) *FaultProxy {
 			MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}})
 		scheme = "https"
 	}
-	p.ln = ln
 	p.URL = scheme + "://" + p.Addr
-	p.wg.Add(1)
-	go p.serve()
+	p.srv = startConnServer(ln, p.handle)
 	t.Cleanup(p.Close)
 	return p
 }
@@ -248,58 +241,7 @@ func (p *FaultProxy) Active() int {
 }
 
 // Close stops the proxy and drops every connection, stalled ones included.
-func (p *FaultProxy) Close() {
-	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
-		return
-	}
-	p.closed = true
-	close(p.done)
-	_ = p.ln.Close()
-	for c := range p.conns {
-		_ = c.Close()
-	}
-	p.mu.Unlock()
-	p.wg.Wait()
-}
-
-func (p *FaultProxy) track(c net.Conn) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		_ = c.Close()
-		return false
-	}
-	p.conns[c] = struct{}{}
-	return true
-}
-
-func (p *FaultProxy) untrack(c net.Conn) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	delete(p.conns, c)
-	_ = c.Close()
-}
-
-func (p *FaultProxy) serve() {
-	defer p.wg.Done()
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		if !p.track(c) {
-			continue
-		}
-		p.wg.Add(1)
-		go func() {
-			defer p.wg.Done()
-			defer p.untrack(c)
-			p.handle(c)
-		}()
-	}
-}
+func (p *FaultProxy) Close() { p.srv.Close() }
 
 func (p *FaultProxy) handle(c net.Conn) {
 	_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
@@ -418,7 +360,7 @@ func (p *FaultProxy) drip(c net.Conn, head, body []byte) {
 	defer t.Stop()
 	for len(body) > 0 {
 		select {
-		case <-p.done:
+		case <-p.srv.done:
 			return
 		case <-t.C:
 		}
@@ -447,7 +389,7 @@ func (p *FaultProxy) stall(c net.Conn) {
 	select {
 	case <-gone:
 	case <-limit:
-	case <-p.done:
+	case <-p.srv.done:
 	}
 	_ = c.Close()
 	<-gone

@@ -242,12 +242,9 @@ func (f *Files) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 type ConnectProxy struct {
 	URL      string // http://127.0.0.1:PORT, for HTTPS_PROXY
 	upstream string
-	ln       net.Listener
+	srv      *connServer
 	mu       sync.Mutex
 	targets  []string
-	wg       sync.WaitGroup
-	conns    map[net.Conn]struct{}
-	closed   bool
 }
 
 // StartConnectProxy starts a CONNECT proxy tunnelling to upstream (host:port on loopback). It
@@ -258,14 +255,8 @@ func StartConnectProxy(t testing.TB, upstream string) *ConnectProxy {
 	if err != nil {
 		t.Fatalf("testenv: listen for CONNECT proxy: %v", err)
 	}
-	p := &ConnectProxy{
-		URL:      "http://" + ln.Addr().String(),
-		upstream: upstream,
-		ln:       ln,
-		conns:    map[net.Conn]struct{}{},
-	}
-	p.wg.Add(1)
-	go p.serve()
+	p := &ConnectProxy{URL: "http://" + ln.Addr().String(), upstream: upstream}
+	p.srv = startConnServer(ln, p.handle)
 	t.Cleanup(p.Close)
 	return p
 }
@@ -285,57 +276,7 @@ func (p *ConnectProxy) Targets() []string {
 }
 
 // Close stops the proxy and its tunnels.
-func (p *ConnectProxy) Close() {
-	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
-		return
-	}
-	p.closed = true
-	_ = p.ln.Close()
-	for c := range p.conns {
-		_ = c.Close()
-	}
-	p.mu.Unlock()
-	p.wg.Wait()
-}
-
-func (p *ConnectProxy) track(c net.Conn) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		_ = c.Close()
-		return false
-	}
-	p.conns[c] = struct{}{}
-	return true
-}
-
-func (p *ConnectProxy) untrack(c net.Conn) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	delete(p.conns, c)
-	_ = c.Close()
-}
-
-func (p *ConnectProxy) serve() {
-	defer p.wg.Done()
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		if !p.track(c) {
-			continue
-		}
-		p.wg.Add(1)
-		go func() {
-			defer p.wg.Done()
-			defer p.untrack(c)
-			p.handle(c)
-		}()
-	}
-}
+func (p *ConnectProxy) Close() { p.srv.Close() }
 
 func (p *ConnectProxy) handle(c net.Conn) {
 	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
@@ -357,10 +298,10 @@ func (p *ConnectProxy) handle(c net.Conn) {
 		_, _ = io.WriteString(c, "HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
 		return
 	}
-	if !p.track(up) {
+	if !p.srv.track(up) {
 		return
 	}
-	defer p.untrack(up)
+	defer p.srv.untrack(up)
 	_ = c.SetReadDeadline(time.Time{})
 	if _, err := io.WriteString(c, "HTTP/1.1 200 Connection Established\r\n\r\n"); err != nil {
 		return
