@@ -112,7 +112,7 @@ not send READY=1, so a slurmd that requires it never starts.`,
 				return err
 			}
 			r := s.runner(rf.force)
-			rf.apply(cmd, r)
+			rf.apply(cmd, r, lifecycle.StageNodeBootstrapped)
 			r.Observer = obs
 			obs.status("downloading scripts")
 			if err := r.Prefetch(ctx); err != nil {

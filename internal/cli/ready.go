@@ -119,9 +119,13 @@ func (s *session) runReady(ctx context.Context, r *stage.Runner, f *slurmFlags, 
 	sc := f.client()
 	node := s.node.NodeID
 	slurmOK := true
-	// A stage already finished this boot needs no registration: it will not run again.
+	// An instance a TERMINATE marked failed runs nothing (exit 4), and a stage already finished
+	// this boot will not run again: neither needs the registration.
+	if !r.Force && s.store.State.Terminated != nil {
+		return r.RunStage(ctx, lifecycle.StageNodeReady)
+	}
 	if b := s.store.State.Boot(s.node.BootID); !r.Force && b != nil && b.Stages[lifecycle.StageNodeReady] != nil &&
-		b.Stages[lifecycle.StageNodeReady].Status != state.StageRunning && b.Stages[lifecycle.StageNodeReady].Status != state.StageInterrupted {
+		!b.Stages[lifecycle.StageNodeReady].Status.Resumable() {
 		return r.RunStage(ctx, lifecycle.StageNodeReady)
 	}
 	// Slurm is needed for the nodeReady scripts, the job hold, and to show an earlier failure
@@ -129,6 +133,9 @@ func (s *session) runReady(ctx context.Context, r *stage.Runner, f *slurmFlags, 
 	if len(s.doc.Scripts(lifecycle.StageNodeReady)) > 0 || f.holdJobs || len(bootFailures(s.store.State, s.doc, s.node.BootID)) > 0 {
 		if f.registrationTimeout == 0 {
 			log.Info("not waiting for Slurm registration (--registration-timeout 0)")
+			if _, err := sc.NodeState(ctx, node); err != nil {
+				slurmOK = false // no Comment or hold on a node whose Slurm does not answer
+			}
 		} else {
 			status("waiting for Slurm registration of " + node)
 			t0 := time.Now()
@@ -153,6 +160,9 @@ func (s *session) runReady(ctx context.Context, r *stage.Runner, f *slurmFlags, 
 			case errors.Is(err, slurm.ErrRegistrationTimeout):
 				log.Error("node did not register with Slurm in time; no nodeReady script runs", zap.String("node", node),
 					zap.Duration("timeout", f.registrationTimeout), zap.String("error", err.Error()))
+				if rerr := r.RecordRegistrationTimeout(lifecycle.StageNodeReady, err.Error()); rerr != nil {
+					return stage.Outcome{}, exitf(exitcode.Internal, "%v", rerr)
+				}
 				return stage.Outcome{}, exitf(exitcode.Internal, "node %s did not register with Slurm within %s (--registration-timeout); nodeReady did not run", node, f.registrationTimeout)
 			case ctx.Err() != nil:
 				return stage.Outcome{Stage: lifecycle.StageNodeReady, Interrupted: true}, nil

@@ -25,15 +25,16 @@ type runFlags struct {
 func (f *runFlags) register(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&f.force, "force", false, "run even what already ran this boot, or on an instance a TERMINATE marked failed")
 	cmd.Flags().DurationVar(&f.scriptTimeout, "script-timeout", 0, "kill a script running longer (0: no limit)")
-	cmd.Flags().DurationVar(&f.stageTimeout, "stage-timeout", 0, "kill the stage's running script and skip the rest after this long (default 30m for nodeBootstrapped, none for nodeReady)")
+	cmd.Flags().DurationVar(&f.stageTimeout, "stage-timeout", 0, "kill the stage's running script and skip the rest after this long (default 30m for nodeBootstrapped, none for nodeReady; under daemon it sets nodeBootstrapped's)")
 }
 
-func (f *runFlags) apply(cmd *cobra.Command, r *stage.Runner) {
+// apply sets the timeouts. --stage-timeout is the limit of the stage run (run --stage S), and
+// under daemon the limit of nodeBootstrapped only: nodeReady has none by default (SPEC §4).
+func (f *runFlags) apply(cmd *cobra.Command, r *stage.Runner, stageName string) {
 	r.ScriptTimeout = f.scriptTimeout
 	r.StageTimeout = map[string]time.Duration{lifecycle.StageNodeBootstrapped: 30 * time.Minute}
 	if cmd.Flags().Changed("stage-timeout") {
-		r.StageTimeout[lifecycle.StageNodeBootstrapped] = f.stageTimeout
-		r.StageTimeout[lifecycle.StageNodeReady] = f.stageTimeout
+		r.StageTimeout[stageName] = f.stageTimeout
 	}
 }
 
@@ -74,7 +75,7 @@ func newRunCmd(o *Options) *cobra.Command {
 				return err
 			}
 			r := s.runner(rf.force)
-			rf.apply(cmd, r)
+			rf.apply(cmd, r, st)
 			var out stage.Outcome
 			if st == lifecycle.StageNodeReady {
 				out, err = s.runReady(ctx, r, &sf, func(string) {})

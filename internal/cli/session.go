@@ -111,9 +111,8 @@ func openSession(ctx context.Context, o *Options, what string) (*session, error)
 	s.lock, err = state.Acquire(ctx, s.layout.LockFile(), o.LockTimeout, state.Holder(what))
 	if err != nil {
 		s.close()
-		var busy *state.LockBusyError
-		if errors.As(err, &busy) {
-			return nil, exitf(exitcode.Internal, "%v", err)
+		if ctx.Err() != nil {
+			return nil, exitf(interruptCode(ctx), "interrupted while waiting for the lock")
 		}
 		return nil, exitf(exitcode.Internal, "%v", err)
 	}
@@ -174,8 +173,12 @@ func (s *session) close() {
 }
 
 // readConfigArg reads --config: a file, or an s3:// / https:// document.
+func isRemote(loc string) bool {
+	return strings.HasPrefix(loc, "s3://") || strings.HasPrefix(loc, "https://")
+}
+
 func readConfigArg(ctx context.Context, f *source.Fetcher, loc string) ([]byte, error) {
-	if strings.HasPrefix(loc, "s3://") || strings.HasPrefix(loc, "https://") {
+	if isRemote(loc) {
 		return f.FetchDocument(ctx, loc)
 	}
 	return os.ReadFile(loc)
@@ -212,9 +215,19 @@ func (s *session) loadConfig(ctx context.Context) error {
 	}
 	haveCached := cerr == nil && st.ConfigSHA != ""
 	if haveCached {
-		if s.o.Config != "" {
-			given, err := readConfigArg(ctx, s.fetcher, s.o.Config)
-			if err == nil && !bytes.Equal(given, cached) {
+		switch {
+		case s.o.Config == "":
+		case isRemote(s.o.Config):
+			// Not fetched: the cached copy is used whatever it says, and a boot must not wait
+			// on the network (or its retries) for a document it will ignore.
+			s.log.Info("--config not fetched: the configuration cached at first boot is used (an instance's configuration never changes)",
+				zap.String("config", s.o.Config), zap.String("cached", s.layout.CachedConfig()))
+		default:
+			given, err := os.ReadFile(s.o.Config)
+			switch {
+			case err != nil:
+				s.log.Warn("--config unreadable; using the configuration cached at first boot", zap.String("config", s.o.Config), zap.Error(err))
+			case !bytes.Equal(given, cached):
 				s.log.Warn("--config differs from the configuration cached at first boot; ignoring it (an instance's configuration never changes)",
 					zap.String("config", s.o.Config), zap.String("cached", s.layout.CachedConfig()))
 			}
@@ -232,6 +245,10 @@ func (s *session) loadConfig(ctx context.Context) error {
 	data, err := readConfigArg(ctx, s.fetcher, s.o.Config)
 	if err != nil {
 		s.log.Error("cannot read configuration", zap.String("config", s.o.Config), zap.Error(err))
+		if isRemote(s.o.Config) {
+			// A download that failed is the executor's failure, not the user's input.
+			return exitf(exitcode.Internal, "--config %s: %v", s.o.Config, err)
+		}
 		return exitf(exitcode.Usage, "--config %s: %v", s.o.Config, err)
 	}
 	doc, warnings, err := lifecycle.Parse(data, lifecycle.Options{})

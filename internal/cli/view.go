@@ -10,6 +10,7 @@ import (
 
 	"github.com/pcs-lifecycle/pcs-lifecycle/internal/cache"
 	"github.com/pcs-lifecycle/pcs-lifecycle/internal/exitcode"
+	"github.com/pcs-lifecycle/pcs-lifecycle/internal/identity"
 	"github.com/pcs-lifecycle/pcs-lifecycle/internal/paths"
 	"github.com/pcs-lifecycle/pcs-lifecycle/internal/state"
 	"github.com/pcs-lifecycle/pcs-lifecycle/pkg/lifecycle"
@@ -43,7 +44,20 @@ func openView(o *Options, wantDoc bool) (*view, error) {
 		v.bootID = strings.TrimSpace(string(b))
 	}
 	v.inst = o.InstanceID
+	if v.inst == "" && wantDoc {
+		// plan answers for the instance run would see (IMDS, else /etc/machine-id), so a node
+		// made from a used image plans a first boot, as it will run one.
+		n := identity.Node{BootID: v.bootID}
+		var md identity.Metadata
+		if m := identity.NewIMDS(context.Background()); m != nil {
+			md = m
+		}
+		if err := identity.Resolve(context.Background(), &n, md, v.layout.MachineID(), v.layout.BootID()); err == nil {
+			v.inst = n.InstanceID
+		}
+	}
 	if v.inst == "" && v.st != nil {
+		// status and wait read what is recorded: they never wait on IMDS.
 		v.inst = v.st.InstanceID
 	}
 	if !wantDoc {

@@ -498,7 +498,10 @@ func TestInterruptedPrefetchResumes(t *testing.T) {
 	st, code := n.status()
 	require.Equal(t, 3, code)
 	require.Equal(t, "interrupted", stageOf(t, st, bootstrapped).Status)
-	require.Equal(t, "interrupted", scriptOf(t, st, bootstrapped, "slow").ThisBoot)
+	// Stopped during the downloads, before any script started: none is charged with a run.
+	require.Equal(t, "pending", scriptOf(t, st, bootstrapped, "slow").ThisBoot)
+	require.Zero(t, scriptOf(t, st, bootstrapped, "slow").Runs)
+	require.NoFileExists(t, n.scriptLogPath(bootstrapped, "slow"))
 
 	w.serve("/slow.sh", webFile{data: okScript("slow-ran"), failFirst: 3})
 	r = n.run("run", "--stage", bootstrapped)

@@ -29,7 +29,7 @@ func Plan(st *state.State, hasCopy func(string) bool, doc *lifecycle.Document, i
 		if st.Terminated != nil && !force {
 			stageSkip = "the instance was terminated by " + st.Terminated.Stage + "/" + st.Terminated.Script
 		} else if b := st.Boot(bootID); b != nil && !force {
-			if sr := b.Stages[stage]; sr != nil && sr.Status != state.StageRunning && sr.Status != state.StageInterrupted {
+			if sr := b.Stages[stage]; sr != nil && !sr.Status.Resumable() {
 				stageSkip = "stage already ran this boot (" + string(sr.Status) + ")"
 			}
 		}

@@ -124,12 +124,12 @@ func (r *Runner) Decide(stage string, s lifecycle.Script) decide.Decision {
 func DecideIn(st *state.State, bootID, stage string, s lifecycle.Script, force bool) decide.Decision {
 	in := decide.Input{Policy: s.ExecutionPolicy, Force: force, FirstBoot: st.FirstBootID == bootID}
 	if b := st.Boot(bootID); b != nil {
-		if sr := b.Stages[stage]; sr != nil && (sr.Status == state.StageRunning || sr.Status == state.StageInterrupted) {
+		if sr := b.Stages[stage]; sr != nil && sr.Status.Resumable() {
 			in.ThisBoot = sr.Script(s.Name)
 		}
 	}
 	in.History = st.Scripts[state.Key(stage, s.Name)]
-	if fb := st.FirstBootStage(stage); fb != nil && fb.Status != state.StageRunning && fb.Status != state.StageInterrupted {
+	if fb := st.FirstBootStage(stage); fb != nil && !fb.Status.Resumable() {
 		in.FirstBootStageEnded = true
 	}
 	return decide.Run(in)
@@ -141,7 +141,9 @@ func DecideIn(st *state.State, bootID, stage string, s lifecycle.Script, force b
 func FetchDecision(st *state.State, hasCopy func(name string) bool, bootID string, caching lifecycle.CachingPolicy, stage, name string) decide.Decision {
 	h := st.Scripts[state.Key(stage, name)]
 	in := decide.FetchInput{Caching: caching}
-	if h != nil && h.Digest != "" && hasCopy(name) {
+	// A recorded digest means a copy was cached for this instance: if the file is gone or
+	// changed, obtain reports it as a download failure; CACHE_ONCE never fetches it silently.
+	if h != nil && h.Digest != "" && (hasCopy(name) || caching == lifecycle.CacheOnce) {
 		in.Cached = true
 		in.FetchedThisBoot = h.FetchedBoot == bootID
 	}
@@ -253,12 +255,12 @@ func (r *Runner) RunStage(ctx context.Context, stage string) (Outcome, error) {
 	b := r.boot()
 	sr := b.Stages[stage]
 	switch {
-	case sr != nil && sr.Status != state.StageRunning && sr.Status != state.StageInterrupted && !r.Force:
+	case sr != nil && !sr.Status.Resumable() && !r.Force:
 		log.Info("stage already ran this boot; nothing to do (--force runs it again)",
 			zap.String("status", string(sr.Status)), zap.Int("exit_code", sr.ExitCode))
 		out.ExitCode, out.Status, out.AlreadyRan = sr.ExitCode, sr.Status, true
 		return out, nil
-	case sr != nil && !r.Force && (sr.Status == state.StageRunning || sr.Status == state.StageInterrupted):
+	case sr != nil && !r.Force && sr.Status.Resumable():
 		log.Warn("resuming a stage cut short earlier in this boot", zap.Int("previous_pid", sr.PID))
 		for _, s := range sr.Scripts {
 			if s.Status == state.ScriptRunning {
@@ -309,6 +311,17 @@ func (r *Runner) RunStage(ctx context.Context, stage string) (Outcome, error) {
 			}
 			slog.Error("skipping script", zap.String("reason", stop))
 			continue
+		}
+		if ctx.Err() != nil {
+			// Stopped between scripts (or during the downloads): nothing more starts, and no
+			// script is charged with a run that never happened.
+			out.Interrupted = true
+			sr.Status = state.StageInterrupted
+			now := r.now()
+			sr.EndedAt, sr.ExitCode = &now, exitcode.Failed
+			log.Warn("stage interrupted before script", zap.String("script", s.Name))
+			out.Status, out.ExitCode = sr.Status, exitcode.Failed
+			return out, r.Store.Save()
 		}
 		d := r.Decide(stage, s)
 		if !d.Run && d.Reason == decide.ReasonDoneThisBoot {
@@ -427,6 +440,21 @@ func (r *Runner) applyFailure(stage string, s lifecycle.Script, run *state.Scrip
 	return exitcode.Failed, "", nil
 }
 
+// RecordRegistrationTimeout records that stage did not run because the node never
+// registered: status then reports it (exit 1) and wait returns instead of blocking.
+func (r *Runner) RecordRegistrationTimeout(stage, why string) error {
+	b := r.boot()
+	now := r.now()
+	sr := b.Stages[stage]
+	if sr == nil || !sr.Status.Resumable() || r.Force {
+		sr = &state.StageRun{StartedAt: now, PID: os.Getpid()}
+		b.Stages[stage] = sr
+	}
+	sr.Status, sr.ExitCode, sr.EndedAt = state.StageNotRegistered, exitcode.Internal, &now
+	r.Log.Info("recorded: stage not run, node not registered", zap.String("stage", stage), zap.String("error", why))
+	return r.Store.Save()
+}
+
 // record journals a script run; durable when it is an end a later boot must not forget.
 func (r *Runner) record(stage string, run *state.ScriptRun, c *state.CacheRec, durable bool) error {
 	return r.Store.Record(&state.Event{BootID: r.Node.BootID, Stage: stage, Run: run, Cache: c}, durable)
@@ -465,8 +493,12 @@ func (r *Runner) obtain(ctx context.Context, stage string, s lifecycle.Script, l
 	p, data, err := r.Cache.Script(s.Name, digest)
 	if err != nil {
 		var te *cache.TamperedError
-		if errors.As(err, &te) {
+		switch {
+		case errors.As(err, &te):
 			log.Error("cached script failed verification; not executing it", zap.String("path", te.Path), zap.String("error", te.Error()))
+		case errors.Is(err, os.ErrNotExist):
+			log.Error("cached script is missing; not downloading it again (CACHE_ONCE)", zap.String("path", p))
+			err = fmt.Errorf("cached copy %s is missing (removed since it was downloaded)", p)
 		}
 		return "", nil, rec, err
 	}
@@ -533,6 +565,13 @@ func (r *Runner) runScript(ctx context.Context, stage string, s lifecycle.Script
 	}
 	if r.Observer != nil {
 		r.Observer.ScriptStarted(stage, s.Name)
+	}
+	// The previous script's end must be on disk before this one can act: a script may reboot
+	// the node (reboot -f skips the page cache), and a finished FIRST_BOOT_ONLY script must
+	// not run again. Its flush started when it ended and overlapped this script's preparation.
+	if err := r.Store.Flush(); err != nil {
+		slog.Close()
+		return nil, err
 	}
 	log.Info("starting script", zap.String("reason", d.Reason), zap.Strings("arguments", s.Arguments))
 	res, err := proc.Run(ctx, proc.Spec{

@@ -30,7 +30,16 @@ const (
 	StageTerminated  StageStatus = "terminated"  // a script failed under TERMINATE
 	StageInterrupted StageStatus = "interrupted" // the executor was stopped or died during it
 	StageRefused     StageStatus = "refused"     // nothing ran: the instance was already terminated
+	// StageNotRegistered: nodeReady did not run, the node never registered with Slurm in time
+	// (the executor exited 1). Running the stage again in the boot tries again.
+	StageNotRegistered StageStatus = "not_registered"
 )
+
+// Resumable reports whether running the stage again in the same boot carries it on (it was
+// cut short or never got going) rather than returning its recorded result.
+func (s StageStatus) Resumable() bool {
+	return s == StageRunning || s == StageInterrupted || s == StageNotRegistered
+}
 
 // ScriptStatus is where one script run stands.
 type ScriptStatus string

@@ -371,6 +371,9 @@ func (s *Store) Record(e *Event, durable bool) error {
 // state.json.<old-instance> for the operator.
 func (s *Store) Reset(st *State) error {
 	if s.State != nil {
+		// Carry the sequence on: events of the old instance still in the journal (a crash
+		// before the journal is emptied) must stay stale for the new one.
+		st.Seq = s.State.Seq
 		old := s.snapPath + "." + sanitize(s.State.InstanceID)
 		if data, err := json.MarshalIndent(s.State, "", " "); err == nil {
 			_ = fsutil.WriteAtomic(old, data, FileMode)
