@@ -47,3 +47,31 @@ func TestResumedStageKeepsEarlierFailure(t *testing.T) {
 	require.Equal(t, "failed", scriptOf(t, st, bootstrapped, "fails").ThisBoot)
 	n.requireRun(3, "run", "--stage", bootstrapped) // and the recorded result stands after
 }
+
+// TestResumeStopsOrphanedScript: when the executor is killed outright its script lives on in
+// its own process group; the run that resumes the stage in the same boot stops that group
+// before running the script again, so the script never runs twice at once.
+func TestResumeStopsOrphanedScript(t *testing.T) {
+	t.Parallel()
+	b := newBucket(t)
+	n := newNode(t)
+	release := filepath.Join(t.TempDir(), "release")
+	cfg := n.writeConfig(stages([]scriptDef{script("long", b.put(t, "long.sh", waitScript(release)))}, nil))
+	p := n.start("run", "--stage", bootstrapped, "--config", cfg)
+	eventually(t, 20*time.Second, "long to start", func() bool {
+		return strings.Contains(n.scriptLog(bootstrapped, "long"), "waiting\n")
+	})
+	orphan := n.pgidIn(bootstrapped, "long")
+	require.NotZero(t, orphan)
+	t.Cleanup(func() { killGroup(orphan) })
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGKILL))
+	p.wait(t, 10*time.Second)
+	require.True(t, groupAlive(orphan), "the script outlived its executor (the case under test)")
+
+	resumed := n.start("run", "--stage", bootstrapped)
+	eventually(t, 30*time.Second, "the orphan to be stopped", func() bool { return !groupAlive(orphan) })
+	eventually(t, 30*time.Second, "long to run again", func() bool { return len(n.runs(bootstrapped, "long")) == 2 })
+	require.NoError(t, os.WriteFile(release, nil, 0o644))
+	require.Equal(t, 0, resumed.wait(t, 30*time.Second).code)
+	n.requireLog("level", "WARN", "message~", "stopped what was left", "script", "long")
+}

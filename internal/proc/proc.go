@@ -73,6 +73,9 @@ type Spec struct {
 	// background child may hold it); 0 means DefaultPipeWait. Processes still holding the pipe
 	// then are left running: a script may start a daemon on purpose.
 	PipeWait time.Duration
+	// Started, when set, is called with the process ID (also its process group ID) once the
+	// process started, before Run waits for it.
+	Started func(pid int)
 }
 
 // Result is how a process ended.
@@ -162,6 +165,9 @@ func Run(ctx context.Context, spec Spec) (Result, error) {
 		return fail(err)
 	}
 	pid := cmd.Process.Pid
+	if spec.Started != nil {
+		spec.Started(pid)
+	}
 
 	k := &killer{pgid: pid, grace: spec.KillGrace}
 	if k.grace <= 0 {

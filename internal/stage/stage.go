@@ -263,6 +263,14 @@ func (r *Runner) RunStage(ctx context.Context, stage string) (Outcome, error) {
 	case sr != nil && !r.Force && sr.Status.Resumable():
 		log.Warn("resuming a stage cut short earlier in this boot", zap.Int("previous_pid", sr.PID))
 		for _, s := range sr.Scripts {
+			if s.Status == state.ScriptRunning && s.PGID > 0 {
+				// The executor died, its script may not have: never run it twice at once.
+				marks := []string{"PCS_LIFECYCLE_STAGE=" + stage, "PCS_LIFECYCLE_SCRIPT=" + s.Name, "PCS_INSTANCE_ID=" + r.Node.InstanceID}
+				if n, err := proc.KillOrphanGroup(s.PGID, marks, r.killGrace()); n > 0 {
+					log.Warn("stopped what was left of the interrupted run", zap.String("script", s.Name),
+						zap.Int("pgid", s.PGID), zap.Int("processes", n), zap.Any("error", err))
+				}
+			}
 			if s.Status == state.ScriptRunning {
 				s.Status, s.Reason = state.ScriptInterrupted, "executor stopped while it ran"
 				if h := st.Scripts[state.Key(stage, s.Name)]; h != nil {
@@ -392,6 +400,13 @@ func (r *Runner) RunStage(ctx context.Context, stage string) (Outcome, error) {
 	lvl("stage finished", zap.String("status", string(sr.Status)), zap.Int("exit_code", result),
 		zap.Int64("duration_ms", time.Since(stageStart).Milliseconds()))
 	return out, r.Store.Save()
+}
+
+func (r *Runner) killGrace() time.Duration {
+	if r.KillGrace > 0 {
+		return r.KillGrace
+	}
+	return proc.DefaultKillGrace
 }
 
 // applyFailure applies a failed script's onError: it returns the stage result it implies and,
@@ -574,10 +589,20 @@ func (r *Runner) runScript(ctx context.Context, stage string, s lifecycle.Script
 		return nil, err
 	}
 	log.Info("starting script", zap.String("reason", d.Reason), zap.Strings("arguments", s.Arguments))
+	var pgidErr error
 	res, err := proc.Run(ctx, proc.Spec{
 		Path: path, Args: argv, Env: r.Env(stage, s.Name, r.boot().FirstBoot), Dir: "/",
 		Output: slog, MaxOutput: scriptlog.MaxOutput, Timeout: r.ScriptTimeout, KillGrace: r.KillGrace,
+		Started: func(pid int) {
+			// Recorded so that a run resuming after this executor died can stop what is left.
+			running := *run
+			running.PGID = pid
+			pgidErr = r.record(stage, &running, nil, false)
+		},
 	})
+	if err == nil && pgidErr != nil {
+		return nil, pgidErr
+	}
 	ended := r.now()
 	end := &state.ScriptRun{Name: s.Name, StartedAt: &started, Reason: d.Reason, DurationMS: res.Duration.Milliseconds()}
 	var logErr error

@@ -109,6 +109,7 @@ type ScriptRun struct {
 	ExitCode   *int         `json:"exit_code,omitempty"`
 	Signal     string       `json:"signal,omitempty"`
 	TimedOut   bool         `json:"timed_out,omitempty"`
+	PGID       int          `json:"pgid,omitempty"` // the script's process group while it runs
 	StartedAt  *time.Time   `json:"started_at,omitempty"`
 	DurationMS int64        `json:"duration_ms,omitempty"`
 	Error      string       `json:"error,omitempty"`
@@ -260,10 +261,14 @@ func (s *State) Apply(e *Event) {
 		// them again. (--force starts a new stage run, so nothing else follows an end.)
 		return
 	}
+	old := sr.Script(run.Name)
 	sr.Upsert(&run)
 	switch {
 	case run.Status == ScriptRunning:
-		h.Runs++
+		// The same start recorded again with its process group is not another run.
+		if old == nil || old.Status != ScriptRunning || !sameTime(old.StartedAt, run.StartedAt) {
+			h.Runs++
+		}
 		h.Pending = true
 		h.Last, h.LastBootID = &run, e.BootID
 	case run.Status.Ended():
@@ -275,6 +280,10 @@ func (s *State) Apply(e *Event) {
 	case run.Status == ScriptDownloadFailed:
 		h.Last, h.LastBootID = &run, e.BootID
 	}
+}
+
+func sameTime(a, b *time.Time) bool {
+	return a != nil && b != nil && a.Equal(*b)
 }
 
 func (r *ScriptRun) startedOr(t time.Time) time.Time {
