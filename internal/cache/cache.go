@@ -84,6 +84,9 @@ func (c *Cache) Script(name, digest string) (string, []byte, error) {
 		return "", nil, err
 	}
 	p := c.layout.CachedScript(name)
+	if fi, err := os.Lstat(c.layout.ScriptsDir()); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+		return p, nil, &TamperedError{Path: c.layout.ScriptsDir(), Reason: "is a symlink"}
+	}
 	data, err := readSafe(p)
 	if err != nil {
 		return p, nil, err

@@ -245,10 +245,8 @@ func (s *session) loadConfig(ctx context.Context) error {
 	data, err := readConfigArg(ctx, s.fetcher, s.o.Config)
 	if err != nil {
 		s.log.Error("cannot read configuration", zap.String("config", s.o.Config), zap.Error(err))
-		if isRemote(s.o.Config) {
-			// A download that failed is the executor's failure, not the user's input.
-			return exitf(exitcode.Internal, "--config %s: %v", s.o.Config, err)
-		}
+		// Exit 2 for a remote document too: without its configuration the instance has nothing
+		// to run, and the usual causes (wrong bucket, key, owner or host) are the caller's.
 		return exitf(exitcode.Usage, "--config %s: %v", s.o.Config, err)
 	}
 	doc, warnings, err := lifecycle.Parse(data, lifecycle.Options{})
