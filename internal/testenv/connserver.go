@@ -17,11 +17,15 @@ type connServer struct {
 	wg     sync.WaitGroup
 }
 
-func startConnServer(ln net.Listener, handle func(net.Conn)) *connServer {
-	s := &connServer{ln: ln, handle: handle, conns: map[net.Conn]struct{}{}, done: make(chan struct{})}
+// newConnServer makes the server; start begins accepting. They are apart so that the owner
+// can keep the pointer before any handler, which may use it, runs.
+func newConnServer(ln net.Listener, handle func(net.Conn)) *connServer {
+	return &connServer{ln: ln, handle: handle, conns: map[net.Conn]struct{}{}, done: make(chan struct{})}
+}
+
+func (s *connServer) start() {
 	s.wg.Add(1)
 	go s.serve()
-	return s
 }
 
 func (s *connServer) serve() {

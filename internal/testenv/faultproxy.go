@@ -149,7 +149,8 @@ func StartFaultProxy(t testing.TB, opts FaultOptions) *FaultProxy {
 		scheme = "https"
 	}
 	p.URL = scheme + "://" + p.Addr
-	p.srv = startConnServer(ln, p.handle)
+	p.srv = newConnServer(ln, p.handle)
+	p.srv.start()
 	t.Cleanup(p.Close)
 	return p
 }

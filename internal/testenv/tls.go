@@ -256,7 +256,8 @@ func StartConnectProxy(t testing.TB, upstream string) *ConnectProxy {
 		t.Fatalf("testenv: listen for CONNECT proxy: %v", err)
 	}
 	p := &ConnectProxy{URL: "http://" + ln.Addr().String(), upstream: upstream}
-	p.srv = startConnServer(ln, p.handle)
+	p.srv = newConnServer(ln, p.handle)
+	p.srv.start()
 	t.Cleanup(p.Close)
 	return p
 }
