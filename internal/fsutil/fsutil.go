@@ -45,17 +45,7 @@ func MkdirAll(dir string, mode os.FileMode) error {
 // WriteAtomic replaces path with data: a temp file in the same directory with exactly mode,
 // fsync, rename over path, fsync of the directory. A crash at any point leaves either the old
 // or the new content, never a partial file; the temp file is removed on error.
-func WriteAtomic(path string, data []byte, mode os.FileMode) error {
-	return writeAtomic(path, data, mode, true)
-}
-
-// WriteAtomicNoSync is WriteAtomic without the fsyncs: safe against the process being killed
-// (the page cache survives), not against power loss.
-func WriteAtomicNoSync(path string, data []byte, mode os.FileMode) error {
-	return writeAtomic(path, data, mode, false)
-}
-
-func writeAtomic(path string, data []byte, mode os.FileMode, durable bool) (err error) {
+func WriteAtomic(path string, data []byte, mode os.FileMode) (err error) {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, filepath.Base(tempPattern(path)))
 	if err != nil {
@@ -74,10 +64,8 @@ func writeAtomic(path string, data []byte, mode os.FileMode, durable bool) (err 
 	if _, err = f.Write(data); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if durable {
-		if err = f.Sync(); err != nil {
-			return fmt.Errorf("write %s: fsync: %w", path, err)
-		}
+	if err = f.Sync(); err != nil {
+		return fmt.Errorf("write %s: fsync: %w", path, err)
 	}
 	if err = f.Close(); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
@@ -90,10 +78,7 @@ func writeAtomic(path string, data []byte, mode os.FileMode, durable bool) (err 
 	if err = os.Rename(tmp, path); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if durable {
-		return SyncDir(dir)
-	}
-	return nil
+	return SyncDir(dir)
 }
 
 // tempPattern is the glob of the temporary files WriteAtomic creates for path.

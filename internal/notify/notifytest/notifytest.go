@@ -60,9 +60,6 @@ func (s *Socket) Setenv(t testing.TB) {
 	t.Setenv("NOTIFY_SOCKET", s.Path)
 }
 
-// Env is "NOTIFY_SOCKET=<path>", for a child's environment.
-func (s *Socket) Env() string { return "NOTIFY_SOCKET=" + s.Path }
-
 func (s *Socket) read() {
 	defer close(s.done)
 	buf := make([]byte, 64*1024)
