@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -90,18 +89,9 @@ func TestFirstBootOnlyInterrupted(t *testing.T) {
 		script("cut-once", b.put(t, "cut.sh", waitScript(release))),
 		script("every", b.put(t, "every.sh", bootScript())).every(),
 	}, nil))
-	p := n.start("run", "--stage", bootstrapped, "--config", cfg)
-	eventually(t, 20*time.Second, "cut-once to start", func() bool {
-		return strings.Contains(n.scriptLog(bootstrapped, "cut-once"), "waiting\n")
-	})
-	pg := n.pgidIn(bootstrapped, "cut-once")
-	require.NotZero(t, pg)
-	t.Cleanup(func() { killGroup(pg) })
-	require.NoError(t, p.cmd.Process.Signal(syscall.SIGKILL))
-	killGroup(pg) // the power goes with the executor
-	r := p.wait(t, 10*time.Second)
+	p, pg := n.startWaiting(t, "cut-once", "--config", cfg)
+	r := p.powerCut(t, pg)
 	require.Equal(t, 128+int(syscall.SIGKILL), r.code)
-	eventually(t, 5*time.Second, "the script's group to be gone", func() bool { return !groupAlive(pg) })
 
 	st, code := n.status()
 	require.Equal(t, 3, code, "a stage cut short counts as 3")
@@ -266,12 +256,7 @@ func TestLockAndStatusWhileRunning(t *testing.T) {
 		script("holder", b.put(t, "holder.sh", waitScript(release))),
 		script("pending", b.put(t, "pending.sh", okScript("pending-ran"))),
 	}, nil))
-	p := n.start("run", "--stage", bootstrapped, "--config", cfg)
-	eventually(t, 20*time.Second, "holder to start", func() bool {
-		return strings.Contains(n.scriptLog(bootstrapped, "holder"), "waiting\n")
-	})
-	pg := n.pgidIn(bootstrapped, "holder")
-	t.Cleanup(func() { killGroup(pg) })
+	p, _ := n.startWaiting(t, "holder", "--config", cfg)
 	pid := fmt.Sprintf("pid %d", p.pid())
 
 	t0 := time.Now()

@@ -522,17 +522,8 @@ func TestKilledExecutorResumesSameBoot(t *testing.T) {
 		script("slow", b.put(t, "slow.sh", waitScript(release))),
 		script("third", b.put(t, "third.sh", okScript("third-ran"))),
 	}, nil))
-	p := n.start("run", "--stage", bootstrapped, "--config", cfg)
-	eventually(t, 20*time.Second, "slow to start", func() bool {
-		return strings.Contains(n.scriptLog(bootstrapped, "slow"), "waiting\n")
-	})
-	pg := n.pgidIn(bootstrapped, "slow")
-	require.NotZero(t, pg)
-	t.Cleanup(func() { killGroup(pg) })
-	require.NoError(t, p.cmd.Process.Signal(syscall.SIGKILL))
-	killGroup(pg)
-	p.wait(t, 10*time.Second)
-	eventually(t, 5*time.Second, "the script's group to be gone", func() bool { return !groupAlive(pg) })
+	p, pg := n.startWaiting(t, "slow", "--config", cfg)
+	p.powerCut(t, pg)
 
 	st, code := n.status()
 	require.Equal(t, 3, code)

@@ -732,3 +732,29 @@ func modeOf(t testing.TB, p string) os.FileMode {
 	require.NoError(t, err)
 	return fi.Mode().Perm()
 }
+
+// startWaiting starts `run --stage nodeBootstrapped args...` in the background and returns
+// once its script name (a waitScript) is waiting, with the script's process group, which the
+// test's cleanup kills.
+func (n *node) startWaiting(t testing.TB, name string, args ...string) (*running, int) {
+	t.Helper()
+	p := n.start("run", append([]string{"--stage", bootstrapped}, args...)...)
+	eventually(t, 20*time.Second, name+" to start", func() bool {
+		return strings.Contains(n.scriptLog(bootstrapped, name), "waiting\n")
+	})
+	pg := n.pgidIn(bootstrapped, name)
+	require.NotZero(t, pg)
+	t.Cleanup(func() { killGroup(pg) })
+	return p, pg
+}
+
+// powerCut kills the executor and its script's group outright, as a power loss would, and
+// returns how the executor ended.
+func (p *running) powerCut(t testing.TB, pg int) result {
+	t.Helper()
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGKILL))
+	killGroup(pg)
+	r := p.wait(t, 10*time.Second)
+	eventually(t, 5*time.Second, "the script's group to be gone", func() bool { return !groupAlive(pg) })
+	return r
+}

@@ -3,7 +3,6 @@ package e2e_test
 import (
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -24,16 +23,8 @@ func TestResumedStageKeepsEarlierFailure(t *testing.T) {
 		script("cut", b.put(t, "cut.sh", waitScript(release))),
 		script("after", b.put(t, "after.sh", okScript("after-ran"))),
 	}, nil))
-	p := n.start("run", "--stage", bootstrapped, "--config", cfg)
-	eventually(t, 20*time.Second, "cut to start", func() bool {
-		return strings.Contains(n.scriptLog(bootstrapped, "cut"), "waiting\n")
-	})
-	pg := n.pgidIn(bootstrapped, "cut")
-	require.NotZero(t, pg)
-	t.Cleanup(func() { killGroup(pg) })
-	require.NoError(t, p.cmd.Process.Signal(syscall.SIGKILL))
-	killGroup(pg)
-	p.wait(t, 10*time.Second)
+	p, pg := n.startWaiting(t, "cut", "--config", cfg)
+	p.powerCut(t, pg)
 
 	require.NoError(t, os.WriteFile(release, nil, 0o644))
 	r := n.requireRun(3, "run", "--stage", bootstrapped)
@@ -57,13 +48,7 @@ func TestResumeStopsOrphanedScript(t *testing.T) {
 	n := newNode(t)
 	release := filepath.Join(t.TempDir(), "release")
 	cfg := n.writeConfig(stages([]scriptDef{script("long", b.put(t, "long.sh", waitScript(release)))}, nil))
-	p := n.start("run", "--stage", bootstrapped, "--config", cfg)
-	eventually(t, 20*time.Second, "long to start", func() bool {
-		return strings.Contains(n.scriptLog(bootstrapped, "long"), "waiting\n")
-	})
-	orphan := n.pgidIn(bootstrapped, "long")
-	require.NotZero(t, orphan)
-	t.Cleanup(func() { killGroup(orphan) })
+	p, orphan := n.startWaiting(t, "long", "--config", cfg)
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGKILL))
 	p.wait(t, 10*time.Second)
 	require.True(t, groupAlive(orphan), "the script outlived its executor (the case under test)")

@@ -3,7 +3,6 @@ package e2e_test
 import (
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -100,10 +99,7 @@ func TestSignalWhileWaitingForLock(t *testing.T) {
 	n := newNode(t)
 	release := filepath.Join(t.TempDir(), "release")
 	cfg := n.writeConfig(stages([]scriptDef{script("holder", b.put(t, "holder.sh", waitScript(release)))}, nil))
-	holder := n.start("run", "--stage", bootstrapped, "--config", cfg)
-	eventually(t, 20*time.Second, "the holder to run", func() bool {
-		return strings.Contains(n.scriptLog(bootstrapped, "holder"), "waiting\n")
-	})
+	holder, _ := n.startWaiting(t, "holder", "--config", cfg)
 	waiter := n.start("run", "--stage", bootstrapped, "--lock-timeout", "60s")
 	time.Sleep(500 * time.Millisecond)
 	require.NoError(t, waiter.cmd.Process.Signal(syscall.SIGTERM))
