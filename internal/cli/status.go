@@ -26,6 +26,7 @@ func newStatusCmd(o *Options) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			v.cachedDoc()
 			doc := buildStatus(v)
 			if asJSON {
 				enc := json.NewEncoder(cmd.OutOrStdout())

@@ -61,9 +61,6 @@ func openView(o *Options, wantDoc bool) (*view, error) {
 		v.inst = v.st.InstanceID
 	}
 	if !wantDoc {
-		if data, err := v.cache.Config(); err == nil {
-			v.doc, _, _ = lifecycle.Parse(data, lifecycle.Options{})
-		}
 		return v, nil
 	}
 	var data []byte
@@ -90,4 +87,12 @@ func openView(o *Options, wantDoc bool) (*view, error) {
 		return nil, usageProblems("configuration", err)
 	}
 	return v, nil
+}
+
+// cachedDoc loads the cached configuration if there is a usable one (status shows policies
+// from it; it is optional there).
+func (v *view) cachedDoc() {
+	if data, err := v.cache.Config(); err == nil {
+		v.doc, _, _ = lifecycle.Parse(data, lifecycle.Options{})
+	}
 }
