@@ -111,7 +111,7 @@ func TestSystemdAnalyzeVerifyCatchesMistakes(t *testing.T) {
 	}{
 		{"pcs-lifecycle.service", "Type=notify\n", "Failed to parse service type"},
 		{dropIn, "After=pcs-lifecycle.service\n", "Unknown key"},
-		{"pcs-lifecycle-ready.service", "SuccessExitStatus=3\n", "Failed to parse value, ignoring: three"},
+		{"pcs-lifecycle-ready.service", "SuccessExitStatus=3 143\n", "Failed to parse value, ignoring: three"},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			dir := t.TempDir()
@@ -122,7 +122,7 @@ func TestSystemdAnalyzeVerifyCatchesMistakes(t *testing.T) {
 				repl := map[string]string{
 					"Type=notify\n":                 "Type=notfy\n",
 					"After=pcs-lifecycle.service\n": "Afterr=pcs-lifecycle.service\n",
-					"SuccessExitStatus=3\n":         "SuccessExitStatus=three\n",
+					"SuccessExitStatus=3 143\n":     "SuccessExitStatus=three 143\n",
 				}[tc.bad]
 				require.Contains(t, string(data), tc.bad)
 				return bytes.Replace(data, []byte(tc.bad), []byte(repl), 1)
@@ -187,8 +187,9 @@ func TestContract(t *testing.T) {
 	assert.Equal(t, []string{"slurmd.service"}, r["Install"]["WantedBy"])
 
 	for name, u := range map[string]unit{"pcs-lifecycle.service": d, "pcs-lifecycle-bootstrapped.service": b, "pcs-lifecycle-ready.service": r} {
-		// Exit 3 (CONTINUE/STOP_SEQUENCE failures) is success for systemd; 4 (TERMINATE) is not.
-		assert.Equal(t, []string{"3"}, u["Service"]["SuccessExitStatus"], name)
+		// Exit 3 (CONTINUE/STOP_SEQUENCE failures) and 143 (stopped by SIGTERM) are success for
+		// systemd; 4 (TERMINATE) is not.
+		assert.Equal(t, []string{"3 143"}, u["Service"]["SuccessExitStatus"], name)
 		assert.Equal(t, []string{"yes"}, u["Service"]["RemainAfterExit"], name)
 		assert.Equal(t, []string{"mixed"}, u["Service"]["KillMode"], name)
 		assert.Equal(t, []string{"-/etc/sysconfig/pcs-lifecycle", "-/etc/default/pcs-lifecycle"}, u["Service"]["EnvironmentFile"], name)

@@ -88,8 +88,9 @@ func newDaemonCmd(o *Options) *cobra.Command {
 		Long: `daemon is pcs-lifecycle.service's ExecStart (Type=notify). It downloads every script,
 runs nodeBootstrapped while extending systemd's start timeout, sends READY=1 (slurmd, ordered
 after it, starts then), waits for the node's registration with the Slurm controller, runs
-nodeReady, sends STOPPING=1 and exits with the worst stage result. After a TERMINATE it does
-not send READY=1, so a slurmd that requires it never starts.`,
+nodeReady and exits with the worst stage result (never STOPPING=1: systemd would then not
+apply RemainAfterExit=). After a TERMINATE it does not send READY=1, so a slurmd that requires
+it never starts.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := sf.check(); err != nil {
@@ -133,7 +134,9 @@ not send READY=1, so a slurmd that requires it never starts.`,
 				return &ExitError{Code: exitcode.Terminate}
 			}
 			obs.Ready()
-			defer func() { _ = n.Stopping() }() // every exit after READY=1
+			// No STOPPING=1 at the end: systemd would take it as "deactivating" and end the unit
+			// inactive (dead) instead of keeping it active (exited) under RemainAfterExit=yes,
+			// and a later `systemctl restart slurmd` would start the daemon again.
 			ready, err := s.runReady(ctx, r, &sf, obs.status)
 			if err != nil {
 				var ee *ExitError

@@ -56,7 +56,8 @@ func dumpNotify(lines []notifyLine) string {
 
 // TestDaemonNotify: READY=1 only after the last nodeBootstrapped script ended; STATUS= names
 // each script; EXTEND_TIMEOUT_USEC= keeps coming while a long script runs; then, with slurmd
-// started at READY=1, nodeReady runs once the node registered; STOPPING=1 at the end, exit 0.
+// started at READY=1, nodeReady runs once the node registered; exit 0 without STOPPING=1 (which
+// would keep systemd from applying RemainAfterExit=yes).
 func TestDaemonNotify(t *testing.T) {
 	t.Parallel()
 	b := newBucket(t)
@@ -85,8 +86,8 @@ func TestDaemonNotify(t *testing.T) {
 	s.StartSlurmd(t, n.name)
 	r := p.wait(t, 60*time.Second)
 	require.Equal(t, 0, r.code, "%s", r)
-	_, ok = sock.WaitFor("STOPPING=1", 5*time.Second)
-	require.True(t, ok, "no STOPPING=1")
+	_, ok = sock.WaitFor("STATUS=done: exit 0", 5*time.Second)
+	require.True(t, ok, "no final STATUS=:\n%s", dumpNotify(notifyLines(sock)))
 
 	lines := notifyLines(sock)
 	dump := dumpNotify(lines)
@@ -125,9 +126,9 @@ func TestDaemonNotify(t *testing.T) {
 	require.GreaterOrEqual(t, during, 2, "EXTEND_TIMEOUT_USEC= during the long script (%s to %s):\n%s",
 		longStart.Format(time.RFC3339Nano), longEnd.Format(time.RFC3339Nano), dump)
 
-	// STOPPING=1 is the last word.
-	require.Equal(t, "STOPPING=1", lines[len(lines)-1].text, dump)
-	require.Equal(t, 1, countLines(lines, "STOPPING=1"), dump)
+	// The final status is the last word; never STOPPING=1.
+	require.Equal(t, "STATUS=done: exit 0", lines[len(lines)-1].text, dump)
+	require.Zero(t, countLines(lines, "STOPPING=1"), dump)
 
 	// nodeReady ran after the registration, with scontrol working.
 	st := n.shownState(ready, "show-node")
@@ -256,8 +257,9 @@ func TestDaemonContinueFailure(t *testing.T) {
 			s.StartSlurmd(t, n.name)
 			r := p.wait(t, 60*time.Second)
 			require.Equal(t, 3, r.code, "%s", r)
-			_, ok = sock.WaitFor("STOPPING=1", 5*time.Second)
-			require.True(t, ok, "no STOPPING=1:\n%s", dumpNotify(notifyLines(sock)))
+			_, ok = sock.WaitFor("STATUS=done: exit 3", 5*time.Second)
+			require.True(t, ok, "no final STATUS=:\n%s", dumpNotify(notifyLines(sock)))
+			require.Zero(t, countLines(notifyLines(sock), "STOPPING=1"), "STOPPING=1 keeps RemainAfterExit= from applying")
 			require.Len(t, n.runs(bootstrapped, "after"), 1)
 			if len(tc.ready) > 0 {
 				require.True(t, slurm.Registered(n.shownState(ready, "show-node")))

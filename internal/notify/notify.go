@@ -1,6 +1,10 @@
 // Package notify tells systemd how the boot is going through sd_notify (go-systemd): READY=1,
-// STATUS=, EXTEND_TIMEOUT_USEC= and STOPPING=1. Outside systemd (no NOTIFY_SOCKET) every call
-// is a no-op.
+// STATUS= and EXTEND_TIMEOUT_USEC=. Outside systemd (no NOTIFY_SOCKET) every call is a no-op.
+//
+// It never sends STOPPING=1: the daemon's unit is Type=notify with RemainAfterExit=yes, and
+// systemd (252, tested under a real one in internal/systemdtest) takes STOPPING=1 as the start
+// of a stop, so the unit would end inactive (dead) rather than active (exited) after a
+// successful boot, and the next start of slurmd (which requires it) would run it again.
 package notify
 
 import (
@@ -17,7 +21,6 @@ type Notifier interface {
 	Ready() error
 	Status(s string) error
 	ExtendTimeout(d time.Duration) error
-	Stopping() error
 }
 
 // Systemd sends to $NOTIFY_SOCKET.
@@ -52,9 +55,6 @@ func (Systemd) ExtendTimeout(d time.Duration) error {
 	return send("EXTEND_TIMEOUT_USEC=" + strconv.FormatInt(d.Microseconds(), 10))
 }
 
-// Stopping sends STOPPING=1.
-func (Systemd) Stopping() error { return send(daemon.SdNotifyStopping) }
-
 func oneLine(s string) string {
 	b := []byte(s)
 	for i, c := range b {
@@ -76,6 +76,3 @@ func (Nop) Status(string) error { return nil }
 
 // ExtendTimeout does nothing.
 func (Nop) ExtendTimeout(time.Duration) error { return nil }
-
-// Stopping does nothing.
-func (Nop) Stopping() error { return nil }
