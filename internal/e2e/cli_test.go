@@ -358,7 +358,7 @@ func TestLogLayout(t *testing.T) {
 	for _, want := range [][]string{
 		{"message", "Downloaded script", "script", "record-every-boot"},
 		{"message", "starting script", "script", "record-every-boot", "stage", bootstrapped},
-		{"message", "script finished", "script", "record-every-boot", "exit_code", "0", "duration_ms", "*"},
+		{"message", "script completed", "script", "record-every-boot", "exit_code", "0", "duration_ms", "*"},
 		{"message", "Reusing cached script (CACHE_ONCE)", "script", "record-every-boot"},
 		{"message", "stage finished", "stage", ready, "exit_code", "0"},
 	} {

@@ -238,6 +238,8 @@ func TestScriptResults(t *testing.T) {
 		require.Equal(t, c.signal, sc.Signal, c.name)
 		if c.name == "succeeds" {
 			require.Equal(t, "succeeded", sc.ThisBoot)
+			f := n.requireLog("message", "script completed", "script", c.name, "status", "succeeded")
+			require.Contains(t, f, "duration_ms")
 			continue
 		}
 		require.Equal(t, "failed", sc.ThisBoot, c.name)
@@ -248,8 +250,9 @@ func TestScriptResults(t *testing.T) {
 			require.EqualValues(t, *c.code, e["exit_code"])
 			require.Equal(t, *c.code, *sc.ExitCode)
 		}
-		f := n.requireLog("message", "script finished", "script", c.name)
+		f := n.requireLog("message", "script ended", "script", c.name, "status", "failed")
 		require.Contains(t, f, "duration_ms")
+		require.Empty(t, n.find("message", "script completed", "script", c.name), "a failure is never \"script completed\"")
 	}
 	bad := n.runs(bootstrapped, "bad-interpreter")
 	require.Len(t, bad, 1)
@@ -257,6 +260,24 @@ func TestScriptResults(t *testing.T) {
 	require.NotEqual(t, "0", bad[0].exit)
 	require.Equal(t, "failed", scriptOf(t, st, bootstrapped, "bad-interpreter").ThisBoot)
 	n.requireLog("level", "ERROR", "script", "bad-interpreter", "on_error", "Continue")
+	require.Contains(t, bad[0].output, `interpreter "/nonexistent/interpreter" named by its #! line does not exist`)
+}
+
+// TestCRLFScript: a script saved with Windows line ends names "/bin/sh\r" as its interpreter;
+// the error names it and says why, in the script's log, the state and executor.log.
+func TestCRLFScript(t *testing.T) {
+	t.Parallel()
+	b := newBucket(t)
+	n := newNode(t)
+	loc := b.put(t, "windows.sh", []byte("#!/bin/sh\r\necho never\r\n"))
+	n.requireRun(3, "run", "--stage", bootstrapped, "--config", n.writeConfig(stages([]scriptDef{script("windows", loc).onErr("CONTINUE")}, nil)))
+	rs := n.runs(bootstrapped, "windows")
+	require.Len(t, rs, 1)
+	const want = `interpreter "/bin/sh\r" named by its #! line does not exist: the script has CRLF (Windows) line ends`
+	require.Contains(t, rs[0].output, want)
+	st, _ := n.status()
+	require.Contains(t, scriptOf(t, st, bootstrapped, "windows").Error, want)
+	require.Contains(t, n.requireLog("level", "ERROR", "script", "windows").str("error"), want)
 }
 
 func intp(i int) *int { return &i }

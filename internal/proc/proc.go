@@ -10,6 +10,9 @@
 // Choices a caller should know:
 //   - A file without "#!" fails to start with ENOEXEC; proc never falls back to a shell (the
 //     caller decides to run such a script as /bin/sh <file>).
+//   - A script whose "#!" interpreter does not exist fails with an *InterpreterError naming it
+//     (and saying so when the line ends in a carriage return: CRLF line ends), not with the
+//     bare ENOENT that reads as if the script itself were missing.
 //   - The child gets the default disposition for every signal the Go runtime handles (SIGTERM
 //     included) and an empty signal mask; a signal this process set to SIG_IGN (signal.Ignore,
 //     or SIGHUP/SIGINT ignored when it was started, as under nohup) stays ignored across exec,
@@ -161,6 +164,8 @@ func Run(ctx context.Context, spec Spec) (Result, error) {
 				pe.Op = "chdir"
 			}
 			err = serr
+		} else {
+			err = explainNotExist(spec.Path, dir, err)
 		}
 		return fail(err)
 	}

@@ -244,6 +244,19 @@ func TestRunStartErrors(t *testing.T) {
 			wantMsg: "start " + fixture(t, "no-shebang.sh") + ": exec format error",
 		},
 		{
+			name:    "#! interpreter missing: named",
+			spec:    Spec{Path: fixture(t, "missing-interpreter.sh")},
+			wantIs:  fs.ErrNotExist,
+			wantMsg: "start " + fixture(t, "missing-interpreter.sh") + `: interpreter "/nonexistent/interpreter" named by its #! line does not exist`,
+		},
+		{
+			name:   "CRLF line ends: the interpreter is /bin/sh\\r, and the message says why",
+			spec:   Spec{Path: fixture(t, "crlf.sh")},
+			wantIs: fs.ErrNotExist,
+			wantMsg: "start " + fixture(t, "crlf.sh") + `: interpreter "/bin/sh\r" named by its #! line does not exist: ` +
+				`the script has CRLF (Windows) line ends; convert it to LF (dos2unix, or sed -i 's/\r$//')`,
+		},
+		{
 			name:    "missing working directory",
 			spec:    Spec{Path: "/bin/true", Dir: "/does/not/exist"},
 			wantIs:  fs.ErrNotExist,
@@ -541,4 +554,37 @@ func TestRunNilEnvIsEmpty(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 0, res.ExitCode)
 	require.Empty(t, string(out))
+}
+
+func TestRunInterpreterErrorIsTyped(t *testing.T) {
+	t.Parallel()
+	_, err := Run(context.Background(), Spec{Path: fixture(t, "crlf.sh")})
+	var ie *InterpreterError
+	require.ErrorAs(t, err, &ie)
+	require.Equal(t, "/bin/sh\r", ie.Interpreter)
+	require.True(t, ie.CRLF)
+}
+
+func TestShebang(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		head       string
+		interp     string
+		crlf, isOK bool
+	}{
+		{"#!/bin/bash\necho", "/bin/bash", false, true},
+		{"#!/bin/bash\r\necho", "/bin/bash\r", true, true},
+		{"#! /usr/bin/env bash\r\n", "/usr/bin/env", true, true},
+		{"#!\t/bin/sh -e\n", "/bin/sh", false, true},
+		{"#!/bin/sh", "/bin/sh", false, true}, // no newline within the bytes read
+		{"#!\n", "", false, false},
+		{"echo hi\n", "", false, false},
+		{"", "", false, false},
+	}
+	for _, tc := range tests {
+		interp, crlf, ok := Shebang([]byte(tc.head))
+		require.Equal(t, tc.interp, interp, "%q", tc.head)
+		require.Equal(t, tc.crlf, crlf, "%q", tc.head)
+		require.Equal(t, tc.isOK, ok, "%q", tc.head)
+	}
 }

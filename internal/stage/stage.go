@@ -654,7 +654,14 @@ func (r *Runner) runScript(ctx context.Context, stage string, s lifecycle.Script
 	if end.Signal != "" {
 		fields = append(fields, zap.String("signal", end.Signal))
 	}
-	log.Info("script finished", append(fields, zap.String("status", string(end.Status)))...)
+	// SPEC §6: a successful script's end is "script completed", the text monitoring filters
+	// written for PCS nodes look for; any other end (failed, interrupted) is "script ended",
+	// and a failure is followed by its onError line.
+	msg := "script completed"
+	if end.Status != state.ScriptSucceeded {
+		msg = "script ended"
+	}
+	log.Info(msg, append(fields, zap.String("status", string(end.Status)))...)
 	if r.Observer != nil {
 		r.Observer.ScriptEnded(stage, s.Name, end)
 	}

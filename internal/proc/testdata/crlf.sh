@@ -1,0 +1,2 @@
+#!/bin/sh
+echo "never runs: saved with Windows line ends"

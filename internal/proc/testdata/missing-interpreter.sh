@@ -1,0 +1,2 @@
+#!/nonexistent/interpreter -x
+echo never runs
