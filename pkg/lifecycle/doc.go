@@ -13,9 +13,15 @@
 // (a node must run any configuration the service accepted), except where SPEC.md says
 // otherwise; [Options.APIStrict] applies the API's own https pattern exactly.
 //
-//   - Wrapped form: {"nodeLifecycleActions": {...}} is accepted. Paths then start with
-//     "nodeLifecycleActions." so they point into the file the user wrote. Any other key beside
-//     nodeLifecycleActions is an unknown field.
+//   - Forms ([Decode] says which was found): the bare document; the wrapped form
+//     {"nodeLifecycleActions": {...}}, whose paths start with "nodeLifecycleActions." so that
+//     they point into the file the user wrote (any other key beside nodeLifecycleActions is an
+//     unknown field); and the output of `aws pcs get-compute-node-group`,
+//     {"computeNodeGroup": {..., "nodeLifecycleActions": {...}}}, whose paths start with
+//     "computeNodeGroup.nodeLifecycleActions." — the group's other fields are the service's,
+//     not ours to judge, and are ignored; a group without nodeLifecycleActions is an error.
+//     The form is chosen by the top-level keys: computeNodeGroup, else nodeLifecycleActions,
+//     else the bare document.
 //   - Unknown fields are errors at every level. The message suggests a close known name (case,
 //     '_' and '-' ignored, small edit distance), a common alias ("args" → "arguments"), or the
 //     level a misplaced field belongs to ("checksum" directly in a script → scriptSource).
@@ -45,24 +51,34 @@
 //     string is an error (the API requires a fixed length of 64).
 //   - s3VersionId: at most 1024 characters, no control characters; "" means absent (the API's
 //     minimum length is 0); only with an s3:// location.
-//   - Enumerated values (scriptCachingPolicy, executionPolicy, onError) are case-sensitive; a
-//     value equal to an allowed one but for case, '_' or '-' gets a "did you mean" hint.
+//   - Enumerated values (scriptCachingPolicy, executionPolicy, onError) are case-sensitive. The
+//     message quotes the value found and suggests the allowed one it most likely means: equal
+//     but for case, '_' or '-' ("values are case-sensitive"), a common word for it ("STOP" →
+//     STOP_SEQUENCE, "ALWAYS" → EVERY_BOOT), a close spelling, or the only allowed value that
+//     contains it ("FIRST_BOOT" → FIRST_BOOT_ONLY).
+//   - A length error says the limit and the length found ("longer than 64 characters (it has
+//     70)").
 //   - The input: a leading UTF-8 byte order mark is skipped; UTF-16 and invalid UTF-8 are
 //     refused; more than 1 MiB (1,048,576 bytes) is refused; nesting deeper than 64 levels is
 //     refused; nothing but whitespace may follow the top-level value. Syntax errors carry a line
-//     and column (1-based; the column counts runes).
+//     and column (1-based; the column counts runes) and, where one fits, the usual mistake
+//     instead of the decoder's words: a trailing comma (located at the comma), a missing comma
+//     or colon, single quotes, a comment, an unquoted key or value, True/None, a raw line
+//     break in a string, a bracket never closed (naming where it opened), YAML.
 //   - [Document.Marshal] is compact JSON with fields in a fixed order, HTML characters not
 //     escaped, no trailing newline, defaults written out, arguments always an array, empty
 //     checksum and s3VersionId and absent stages omitted; never wrapped.
 //
 // # Warnings
 //
-// Warnings never make a document invalid; Parse returns them with the document and with a
-// *ValidationError alike. There are three:
+// Warnings never make a document invalid; Parse returns them with the document, and with a
+// *ValidationError too for the first three. They are:
 //
 //   - "<script>.scriptSource: not verified: no checksum": without a checksum a changed or
 //     corrupted object is run as is, and nodes launched at different times may run different
-//     content.
+//     content. For an https:// location it adds that nothing checks what the server sends; for
+//     onError TERMINATE, that a changed or damaged object that fails replaces every node
+//     launched after it.
 //   - "<script>.scriptSource.scriptLocation: looks like a presigned URL: nodes launched after it
 //     expires cannot download the script": the query carries X-Amz-Signature, X-Amz-Expires, or
 //     both Signature and Expires; compute node groups keep launching nodes long after the URL
@@ -70,4 +86,15 @@
 //   - "<script>.scriptSource.scriptLocation: host "…" is accepted here but not by the PCS API
 //     (it requires a DNS name with a top-level domain)": default mode only, for an IP literal or
 //     a name without a top-level domain; with APIStrict the same host is an error.
+//
+// And, for a valid document only, advice about the document as a whole:
+//
+//   - "scriptCachingPolicy: REFRESH_ON_REBOOT has no effect" when every script is
+//     FIRST_BOOT_ONLY: later boots run nothing, so nothing is refreshed.
+//   - "<script>.scriptSource.scriptLocation: same scriptLocation as <first script>": the same
+//     object (location and s3VersionId) listed twice, "with the same arguments" when they are.
+//   - "<nodeReady script>: looks like it prepares what jobs need (a mount | an environment
+//     module)": a word of its name, file name or arguments such as mount, fsx, efs, lustre,
+//     nfs, module, lmod, spack. Slurm may start jobs while nodeReady runs; the message points
+//     to nodeBootstrapped and to the job-hold options.
 package lifecycle

@@ -37,8 +37,10 @@ func TestGolden(t *testing.T) {
 // listing renders what `validate` would show: the verdict, the errors, then the warnings.
 func listing(data []byte, opts Options, mode string) string {
 	var b strings.Builder
-	doc, warns, err := Parse(data, opts)
+	d, err := Decode(data, opts)
+	doc, warns := d.Document, d.Warnings
 	b.WriteString("# " + mode + "\n")
+	b.WriteString("form: " + string(d.Form) + "\n")
 	if err != nil {
 		b.WriteString("invalid\n")
 		for _, p := range err.(*ValidationError).Problems {

@@ -178,7 +178,11 @@ func syntaxDetail(data []byte, err error) string {
 		if se.Error() == "unexpected end of JSON input" {
 			off = len(data)
 		}
-		return fmt.Sprintf("%s: %s", position(data, off), se.Error())
+		msg := se.Error()
+		if coff, cause := likelyCause(data, off, msg); cause != "" {
+			off, msg = coff, cause
+		}
+		return fmt.Sprintf("%s: %s", position(data, off), msg)
 	}
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		return "unexpected end of JSON input"

@@ -30,8 +30,7 @@ func checkLocation(loc string, strict bool) locationCheck {
 		return locationCheck{problem: "must not be empty"}
 	}
 	if n := utf8.RuneCountInString(loc); n > maxLocationLen {
-		return locationCheck{s3: strings.HasPrefix(loc, "s3://"),
-			problem: "longer than " + strconv.Itoa(maxLocationLen) + " characters"}
+		return locationCheck{s3: strings.HasPrefix(loc, "s3://"), problem: tooLong(n, maxLocationLen)}
 	}
 	scheme, rest, hasScheme := strings.Cut(loc, "://")
 	switch {
@@ -195,7 +194,7 @@ func classifyHost(host string) (hostKind, string) {
 		return hostIP, ""
 	}
 	if len(host) > maxHostLen {
-		return 0, "invalid host: longer than " + strconv.Itoa(maxHostLen) + " characters"
+		return 0, "invalid host: " + tooLong(len(host), maxHostLen)
 	}
 	labels := strings.Split(host, ".")
 	last := labels[len(labels)-1]

@@ -38,31 +38,54 @@ func (e *ValidationError) Error() string {
 	return strings.Join(lines, "\n")
 }
 
-// Parse decodes, defaults and validates a configuration document: the bare object, or the
-// object wrapped as {"nodeLifecycleActions": {...}} (paths then start with
-// "nodeLifecycleActions."). On any error it returns a *ValidationError holding all problems,
-// sorted in document order, and a nil document. warnings are non-fatal problems, returned
-// whether or not the document is valid (see the package documentation for the list).
+// Parse decodes, defaults and validates a configuration document in any of its forms (see
+// [Decode]). On any error it returns a *ValidationError holding all problems, sorted in
+// document order, and a nil document. warnings are non-fatal problems, returned whether or
+// not the document is valid (see the package documentation for the list).
 func Parse(data []byte, opts Options) (doc *Document, warnings []Problem, err error) {
+	d, err := Decode(data, opts)
+	return d.Document, d.Warnings, err
+}
+
+// Decoded is what [Decode] found.
+type Decoded struct {
+	// Document is the valid, defaulted document; nil when there were errors.
+	Document *Document
+	// Form is the shape the document was found in; "" when the input is not a JSON object.
+	Form Form
+	// Warnings are non-fatal problems, sorted in document order.
+	Warnings []Problem
+}
+
+// Decode is [Parse] that also says which form the input had: the bare document, the document
+// wrapped as {"nodeLifecycleActions": {...}} (paths then start with "nodeLifecycleActions."),
+// or the output of `aws pcs get-compute-node-group`, {"computeNodeGroup": {...}} (paths then
+// start with "computeNodeGroup.nodeLifecycleActions."; the group's other fields are ignored).
+func Decode(data []byte, opts Options) (Decoded, error) {
 	if len(data) > MaxDocumentSize {
-		return nil, nil, &ValidationError{Problems: []Problem{{Path: "$", Message: fmt.Sprintf(
+		return Decoded{}, &ValidationError{Problems: []Problem{{Path: "$", Message: fmt.Sprintf(
 			"document is %d bytes, larger than the limit of 1 MiB (%d bytes)", len(data), MaxDocumentSize)}}}
 	}
 	if bytes.HasPrefix(data, []byte{0xfe, 0xff}) || bytes.HasPrefix(data, []byte{0xff, 0xfe}) {
-		return nil, nil, invalidJSON("UTF-16 text: the document must be UTF-8")
+		return Decoded{}, invalidJSON("UTF-16 text: the document must be UTF-8")
 	}
 	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
 	root, detail := decodeTree(data)
 	if root == nil {
-		return nil, nil, invalidJSON(detail)
+		return Decoded{}, invalidJSON(detail)
 	}
 	w := &walker{opts: opts, names: map[string]string{}}
 	d := w.document(root)
-	warnings = w.warns.sorted()
-	if len(w.errs) > 0 {
-		return nil, warnings, &ValidationError{Problems: w.errs.sorted()}
+	out := Decoded{Form: w.form}
+	if len(w.errs) == 0 && d != nil {
+		w.lint(d)
 	}
-	return d, warnings, nil
+	out.Warnings = w.warns.sorted()
+	if len(w.errs) > 0 {
+		return out, &ValidationError{Problems: w.errs.sorted()}
+	}
+	out.Document = d
+	return out, nil
 }
 
 func invalidJSON(detail string) *ValidationError {
@@ -106,6 +129,18 @@ type walker struct {
 	warns foundList
 	seq   int
 	names map[string]string // script name → path of its first use
+	form  Form
+
+	// For lint, once the document is known to be valid.
+	actionsPath string    // the path of the NodeLifecycleActions object ("" at the root)
+	cachingOff  int64     // where scriptCachingPolicy is (or the object starts)
+	scripts     []visited // every script object, in document order
+}
+
+// visited is a script object as the walk met it.
+type visited struct {
+	path, stage string
+	off, locOff int64
 }
 
 func (w *walker) add(list *foundList, off int64, path, msg string) {
@@ -200,11 +235,71 @@ func (w *walker) document(root *value) *Document {
 		return nil
 	}
 	for _, m := range root.members {
+		if m.key == groupKey {
+			w.form = FormComputeNodeGroup
+			return w.group(root)
+		}
+	}
+	for _, m := range root.members {
 		if m.key == wrapperKey {
+			w.form = FormWrapped
 			return w.wrapped(root)
 		}
 	}
+	w.form = FormDocument
 	return w.actions("", root)
+}
+
+// group handles the output of `aws pcs get-compute-node-group`:
+// {"computeNodeGroup": {..., "nodeLifecycleActions": {...}}}. The group's other fields are
+// not ours to judge and are ignored.
+func (w *walker) group(root *value) *Document {
+	var g *value
+	for _, m := range root.members {
+		p := child("", m.key)
+		switch {
+		case m.key == groupKey && g == nil:
+			g = m.val
+		case m.key == groupKey:
+			w.errorAt(m.off, p, "duplicate key")
+		case m.key == wrapperKey || actionsLevel.isKnown(m.key):
+			w.errorAt(m.off, p, "unknown field (it belongs inside computeNodeGroup.nodeLifecycleActions)")
+		default:
+			w.errorAt(m.off, p, "unknown field (the output of aws pcs get-compute-node-group holds only computeNodeGroup)")
+		}
+	}
+	switch g.kind {
+	case kindObject:
+	case kindNull:
+		w.required(root, groupKey, g)
+		return nil
+	default:
+		w.typeError(groupKey, g, "an object")
+		return nil
+	}
+	path := child(groupKey, wrapperKey)
+	var inner *value
+	for _, m := range g.members {
+		switch {
+		case m.key == wrapperKey && inner == nil:
+			inner = m.val
+		case m.key == wrapperKey:
+			w.errorAt(m.off, path, "duplicate key")
+		}
+	}
+	switch {
+	case inner == nil || inner.kind == kindNull:
+		off := g.end
+		if inner != nil {
+			off = inner.off
+		}
+		w.errorAt(off, path, "required: this compute node group has no node lifecycle actions")
+		return nil
+	case inner.kind != kindObject:
+		w.typeError(path, inner, "an object")
+		return nil
+	}
+	return w.actions(path, inner)
 }
 
 // wrapped handles {"nodeLifecycleActions": {...}}.
@@ -239,7 +334,9 @@ func (w *walker) wrapped(root *value) *Document {
 func (w *walker) actions(path string, v *value) *Document {
 	f := w.fields(path, v, actionsLevel)
 	d := &Document{ScriptCachingPolicy: CacheOnce}
+	w.actionsPath, w.cachingOff = path, v.off
 	if p := f["scriptCachingPolicy"]; present(p) {
+		w.cachingOff = p.off
 		s, ok := w.enum(child(path, "scriptCachingPolicy"), p, string(CacheOnce), string(RefreshOnReboot))
 		if ok {
 			d.ScriptCachingPolicy = CachingPolicy(s)
@@ -267,7 +364,7 @@ func (w *walker) stages(path string, v *value, d *Document) {
 			continue
 		}
 		n++
-		scripts := w.stage(child(path, m.key), list)
+		scripts := w.stage(child(path, m.key), m.key, list)
 		switch m.key {
 		case StageNodeBootstrapped:
 			d.Stages.NodeBootstrapped = scripts
@@ -280,7 +377,7 @@ func (w *walker) stages(path string, v *value, d *Document) {
 	}
 }
 
-func (w *walker) stage(path string, v *value) []Script {
+func (w *walker) stage(path, name string, v *value) []Script {
 	if v.kind != kindArray {
 		w.typeError(path, v, "an array of scripts")
 		return nil
@@ -290,7 +387,9 @@ func (w *walker) stage(path string, v *value) []Script {
 	}
 	scripts := make([]Script, 0, len(v.elems))
 	for i, el := range v.elems {
-		scripts = append(scripts, w.script(index(path, i), el))
+		p := index(path, i)
+		w.scripts = append(w.scripts, visited{path: p, stage: name, off: el.off, locOff: el.off})
+		scripts = append(scripts, w.script(p, el))
 	}
 	return scripts
 }
@@ -318,12 +417,14 @@ func (w *walker) script(path string, v *value) Script {
 	}
 
 	srcPath := child(path, "scriptSource")
-	if src := f["scriptSource"]; !present(src) {
+	src := f["scriptSource"]
+	noChecksum := false
+	if !present(src) {
 		w.required(v, srcPath, src)
 	} else if src.kind != kindObject {
 		w.typeError(srcPath, src, "an object")
 	} else {
-		s.ScriptSource = w.source(srcPath, src)
+		s.ScriptSource, noChecksum = w.source(srcPath, src)
 	}
 
 	argsPath := child(path, "arguments")
@@ -340,8 +441,26 @@ func (w *walker) script(path string, v *value) Script {
 			s.OnError = OnError(e)
 		}
 	}
+	if noChecksum {
+		w.warnAt(src.off, srcPath, noChecksumWarning(s))
+	}
 	return s
 }
+
+// noChecksumWarning says why a script without a checksum deserves one.
+func noChecksumWarning(s Script) string {
+	msg := "not verified: no checksum"
+	if strings.HasPrefix(s.ScriptSource.ScriptLocation, "https://") {
+		msg += " on an https:// location: nothing checks what the server sends"
+	}
+	if s.OnError == Terminate {
+		msg += TerminateNoChecksumNote
+	}
+	return msg
+}
+
+// TerminateNoChecksumNote ends the no-checksum warning of a script whose onError is TERMINATE.
+const TerminateNoChecksumNote = "; with onError TERMINATE, a changed or damaged object that fails replaces every node launched after it"
 
 // checkName checks a script name: 1–64 characters matching ^[A-Za-z0-9][A-Za-z0-9 _-]*$.
 func checkName(name string) string {
@@ -349,7 +468,7 @@ func checkName(name string) string {
 	case name == "":
 		return "must not be empty"
 	case utf8.RuneCountInString(name) > maxNameLen:
-		return fmt.Sprintf("longer than %d characters", maxNameLen)
+		return tooLong(utf8.RuneCountInString(name), maxNameLen)
 	}
 	for i := 0; i < len(name); i++ {
 		c := name[i]
@@ -361,8 +480,9 @@ func checkName(name string) string {
 	return ""
 }
 
-func (w *walker) source(path string, v *value) ScriptSource {
-	var src ScriptSource
+// source decodes a scriptSource object; noChecksum reports that it has none (the warning
+// depends on the script's onError, so the caller gives it).
+func (w *walker) source(path string, v *value) (src ScriptSource, noChecksum bool) {
 	f := w.fields(path, v, sourceLevel)
 
 	locPath := child(path, "scriptLocation")
@@ -371,6 +491,7 @@ func (w *walker) source(path string, v *value) ScriptSource {
 	} else if loc.kind != kindString {
 		w.typeError(locPath, loc, "a string")
 	} else {
+		w.scripts[len(w.scripts)-1].locOff = loc.off
 		c := checkLocation(loc.str, w.opts.APIStrict)
 		if c.problem != "" {
 			w.errorAt(loc.off, locPath, c.problem)
@@ -391,7 +512,7 @@ func (w *walker) source(path string, v *value) ScriptSource {
 	}
 	sumPath := child(path, "checksum")
 	if sum := f["checksum"]; !present(sum) {
-		w.warnAt(v.off, path, "not verified: no checksum")
+		noChecksum = true
 	} else if sum.kind != kindString {
 		w.typeError(sumPath, sum, "a string")
 	} else if msg := checkChecksum(sum.str); msg != "" {
@@ -406,14 +527,19 @@ func (w *walker) source(path string, v *value) ScriptSource {
 		case vid.kind != kindString:
 			w.typeError(vidPath, vid, "a string")
 		case utf8.RuneCountInString(vid.str) > maxS3VersionIDLen:
-			w.errorAt(vid.off, vidPath, fmt.Sprintf("longer than %d characters", maxS3VersionIDLen))
+			w.errorAt(vid.off, vidPath, tooLong(utf8.RuneCountInString(vid.str), maxS3VersionIDLen))
 		case strings.ContainsFunc(vid.str, unicode.IsControl):
 			w.errorAt(vid.off, vidPath, "must not contain control characters")
 		default:
 			src.S3VersionID = vid.str
 		}
 	}
-	return src
+	return src, noChecksum
+}
+
+// tooLong is the message of a length limit exceeded: the limit, then the length found.
+func tooLong(n, limit int) string {
+	return fmt.Sprintf("longer than %d characters (it has %d)", limit, n)
 }
 
 // checkChecksum checks a SHA-256 digest: exactly 64 hexadecimal characters, either case.
@@ -449,7 +575,7 @@ func (w *walker) arguments(path string, v *value) []string {
 		case el.kind != kindString:
 			w.typeError(p, el, "a string")
 		case utf8.RuneCountInString(el.str) > maxArgumentLen:
-			w.errorAt(el.off, p, fmt.Sprintf("longer than %d characters", maxArgumentLen))
+			w.errorAt(el.off, p, tooLong(utf8.RuneCountInString(el.str), maxArgumentLen))
 		case strings.IndexByte(el.str, 0) >= 0:
 			w.errorAt(el.off, p, "must not contain a NUL character")
 		default:
@@ -468,13 +594,12 @@ func (w *walker) enum(path string, v *value, allowed ...string) (string, bool) {
 	if slices.Contains(allowed, v.str) {
 		return v.str, true
 	}
-	msg := "must be one of " + strings.Join(allowed, ", ")
+	msg := "must be one of " + strings.Join(allowed, ", ") + ", got " + quote(v.str)
 	if utf8.RuneCountInString(v.str) <= maxEnumHintRune {
-		for _, a := range allowed {
-			if normaliseKey(a) == normaliseKey(v.str) {
-				msg += ` (did you mean "` + a + `"? values are case-sensitive)`
-				break
-			}
+		if a, caseOnly := suggestValue(v.str, allowed); caseOnly {
+			msg += ` (did you mean "` + a + `"? values are case-sensitive)`
+		} else if a != "" {
+			msg += ` (did you mean "` + a + `"?)`
 		}
 	}
 	w.errorAt(v.off, path, msg)

@@ -17,7 +17,7 @@ const (
 	hex64    = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 	okSource = `"scriptSource":{"scriptLocation":"s3://bucket/key.sh","checksum":"` + hex64 + `"}`
 	p0       = "stages.nodeReady[0]"
-	noSum    = p0 + ".scriptSource: not verified: no checksum"
+	noSum    = p0 + ".scriptSource: not verified: no checksum" + TerminateNoChecksumNote
 )
 
 // q is s as a JSON string literal.
@@ -222,14 +222,14 @@ func TestParseInput(t *testing.T) {
 		{name: "empty", doc: "", errs: []string{"$: invalid JSON: empty document"}},
 		{name: "whitespace only", doc: " \n\t", errs: []string{"$: invalid JSON: empty document"}},
 		{name: "only a byte order mark", doc: "\xef\xbb\xbf", errs: []string{"$: invalid JSON: empty document"}},
-		{name: "truncated", doc: `{"stages":`, errs: []string{"$: invalid JSON: line 1, column 11: unexpected end of JSON input"}},
+		{name: "truncated", doc: `{"stages":`, errs: []string{"$: invalid JSON: line 1, column 11: the document ends before the \"{\" opened at line 1, column 1 is closed"}},
 		{name: "trailing comma located by line and column", doc: "{\n  \"stages\": {\n    \"nodeReady\": [1,]\n  }\n}",
-			errs: []string{"$: invalid JSON: line 3, column 21: invalid character ']' looking for beginning of value"}},
-		{name: "column counts runes", doc: `{"é": x}`, errs: []string{"$: invalid JSON: line 1, column 7: invalid character 'x' looking for beginning of value"}},
-		{name: "bad escape", doc: `{"a":"\q"}`, errs: []string{`$: invalid JSON: line 1, column 8: invalid character 'q' in string escape code`}},
+			errs: []string{"$: invalid JSON: line 3, column 20: trailing comma before \"]\": JSON allows no comma after the last item"}},
+		{name: "column counts runes", doc: `{"é": x}`, errs: []string{`$: invalid JSON: line 1, column 7: unquoted text "x": string values take double quotes`}},
+		{name: "bad escape", doc: `{"a":"\q"}`, errs: []string{`$: invalid JSON: line 1, column 8: invalid escape "\q" in a string: JSON knows \" \\ \/ \b \f \n \r \t and \uXXXX (a Windows path needs \\)`}},
 		{name: "data after the document", doc: withFields("") + " {}",
 			errs: []string{"$: invalid JSON: line 1, column " + fmt.Sprint(len(withFields(""))+2) + ": invalid character '{' after top-level value"}},
-		{name: "not JSON at all", doc: "stages:\n  nodeReady: []\n", errs: []string{"$: invalid JSON: line 1, column 1: invalid character 's' looking for beginning of value"}},
+		{name: "not JSON at all", doc: "stages:\n  nodeReady: []\n", errs: []string{`$: invalid JSON: line 1, column 1: not JSON (YAML is not read here; "pcs-lifecycle convert" reads ParallelCluster and CloudFormation YAML)`}},
 		{name: "invalid UTF-8", doc: "{\"stages\": \"\xff\"}", errs: []string{"$: invalid JSON: line 1, column 13: invalid UTF-8"}},
 		{name: "UTF-16 byte order mark", doc: "\xff\xfe{\x00}\x00", errs: []string{"$: invalid JSON: UTF-16 text: the document must be UTF-8"}},
 		{name: "nesting deeper than 64 levels", doc: `{"x":` + strings.Repeat("[", 70) + strings.Repeat("]", 70) + `}`,
@@ -257,14 +257,14 @@ func TestParseTopLevel(t *testing.T) {
 		{name: "stage outside stages", doc: `{"nodeReady":[]}`,
 			errs: []string{"nodeReady: unknown field (it belongs inside stages)", "stages: required"}},
 		{name: "a GetComputeNodeGroup response", doc: `{"computeNodeGroup":{}}`,
-			errs: []string{`computeNodeGroup: unknown field (give only its nodeLifecycleActions, as {"nodeLifecycleActions": {...}})`, "stages: required"}},
+			errs: []string{"computeNodeGroup.nodeLifecycleActions: required: this compute node group has no node lifecycle actions"}},
 		{name: "key that is not an identifier", doc: `{"a b":1,"":2,"stages":{"nodeReady":[{"name":"s",` + okSource + `}]}}`,
 			errs: []string{`$["a b"]: unknown field`, `$[""]: unknown field`}},
 		{name: "duplicate key", doc: `{"stages":{"nodeReady":[{"name":"s",` + okSource + `}]},"stages":{}}`, errs: []string{"stages: duplicate key"}},
 		{name: "scriptCachingPolicy unknown value", doc: `{"scriptCachingPolicy":"NEVER","stages":{"nodeReady":[{"name":"s",` + okSource + `}]}}`,
-			errs: []string{"scriptCachingPolicy: must be one of CACHE_ONCE, REFRESH_ON_REBOOT"}},
+			errs: []string{`scriptCachingPolicy: must be one of CACHE_ONCE, REFRESH_ON_REBOOT, got "NEVER"`}},
 		{name: "scriptCachingPolicy wrong case", doc: `{"scriptCachingPolicy":"refresh_on_reboot","stages":{"nodeReady":[{"name":"s",` + okSource + `}]}}`,
-			errs: []string{`scriptCachingPolicy: must be one of CACHE_ONCE, REFRESH_ON_REBOOT (did you mean "REFRESH_ON_REBOOT"? values are case-sensitive)`}},
+			errs: []string{`scriptCachingPolicy: must be one of CACHE_ONCE, REFRESH_ON_REBOOT, got "refresh_on_reboot" (did you mean "REFRESH_ON_REBOOT"? values are case-sensitive)`}},
 		{name: "scriptCachingPolicy not a string", doc: `{"scriptCachingPolicy":1,"stages":{"nodeReady":[{"name":"s",` + okSource + `}]}}`,
 			errs: []string{"scriptCachingPolicy: must be a string, got number"}},
 	})
@@ -297,7 +297,7 @@ func TestParseName(t *testing.T) {
 		{name: "number", doc: withScripts(`{"name":7,` + okSource + `}`), errs: []string{p0 + ".name: must be a string, got number"}},
 		{name: "empty", doc: withScripts(`{"name":"",` + okSource + `}`), errs: []string{p0 + ".name: must not be empty"}},
 		{name: "65 characters", doc: withScripts(`{"name":"` + strings.Repeat("n", 65) + `",` + okSource + `}`),
-			errs: []string{p0 + ".name: longer than 64 characters"}},
+			errs: []string{p0 + ".name: longer than 64 characters (it has 65)"}},
 	})
 	pattern := p0 + ".name: must start with a letter or digit and contain only letters, digits, spaces, '_' and '-'"
 	for _, name := range []string{"-x", "_x", " x", "a.b", "a/b", "café", "tab\there", "x!"} {
@@ -332,19 +332,27 @@ func TestParseScriptFields(t *testing.T) {
 		{name: "scriptCachingPolicy on a script", doc: withFields(`,"scriptCachingPolicy":"CACHE_ONCE"`),
 			errs: []string{p0 + ".scriptCachingPolicy: unknown field (it belongs at the top level of the document, for all scripts)"}},
 		{name: "executionPolicy unknown value", doc: withFields(`,"executionPolicy":"ALWAYS"`),
-			errs: []string{p0 + ".executionPolicy: must be one of FIRST_BOOT_ONLY, EVERY_BOOT"}},
+			errs: []string{p0 + `.executionPolicy: must be one of FIRST_BOOT_ONLY, EVERY_BOOT, got "ALWAYS" (did you mean "EVERY_BOOT"?)`}},
 		{name: "executionPolicy empty", doc: withFields(`,"executionPolicy":""`),
-			errs: []string{p0 + ".executionPolicy: must be one of FIRST_BOOT_ONLY, EVERY_BOOT"}},
+			errs: []string{p0 + `.executionPolicy: must be one of FIRST_BOOT_ONLY, EVERY_BOOT, got ""`}},
 		{name: "executionPolicy wrong case", doc: withFields(`,"executionPolicy":"every_boot"`),
-			errs: []string{p0 + `.executionPolicy: must be one of FIRST_BOOT_ONLY, EVERY_BOOT (did you mean "EVERY_BOOT"? values are case-sensitive)`}},
+			errs: []string{p0 + `.executionPolicy: must be one of FIRST_BOOT_ONLY, EVERY_BOOT, got "every_boot" (did you mean "EVERY_BOOT"? values are case-sensitive)`}},
 		{name: "executionPolicy camel case", doc: withFields(`,"executionPolicy":"FirstBootOnly"`),
-			errs: []string{p0 + `.executionPolicy: must be one of FIRST_BOOT_ONLY, EVERY_BOOT (did you mean "FIRST_BOOT_ONLY"? values are case-sensitive)`}},
+			errs: []string{p0 + `.executionPolicy: must be one of FIRST_BOOT_ONLY, EVERY_BOOT, got "FirstBootOnly" (did you mean "FIRST_BOOT_ONLY"? values are case-sensitive)`}},
 		{name: "executionPolicy not a string", doc: withFields(`,"executionPolicy":["EVERY_BOOT"]`),
 			errs: []string{p0 + ".executionPolicy: must be a string, got array"}},
 		{name: "onError unknown value", doc: withFields(`,"onError":"ABORT"`),
-			errs: []string{p0 + ".onError: must be one of TERMINATE, STOP_SEQUENCE, CONTINUE"}},
+			errs: []string{p0 + `.onError: must be one of TERMINATE, STOP_SEQUENCE, CONTINUE, got "ABORT" (did you mean "TERMINATE"?)`}},
+		{name: "onError near miss", doc: withFields(`,"onError":"STOP"`),
+			errs: []string{p0 + `.onError: must be one of TERMINATE, STOP_SEQUENCE, CONTINUE, got "STOP" (did you mean "STOP_SEQUENCE"?)`}},
+		{name: "onError misspelt", doc: withFields(`,"onError":"CONTINIUE"`),
+			errs: []string{p0 + `.onError: must be one of TERMINATE, STOP_SEQUENCE, CONTINUE, got "CONTINIUE" (did you mean "CONTINUE"?)`}},
+		{name: "onError far from every value", doc: withFields(`,"onError":"REBOOT"`),
+			errs: []string{p0 + `.onError: must be one of TERMINATE, STOP_SEQUENCE, CONTINUE, got "REBOOT"`}},
+		{name: "executionPolicy abbreviated", doc: withFields(`,"executionPolicy":"FIRST_BOOT"`),
+			errs: []string{p0 + `.executionPolicy: must be one of FIRST_BOOT_ONLY, EVERY_BOOT, got "FIRST_BOOT" (did you mean "FIRST_BOOT_ONLY"?)`}},
 		{name: "onError as logged", doc: withFields(`,"onError":"StopSequence"`),
-			errs: []string{p0 + `.onError: must be one of TERMINATE, STOP_SEQUENCE, CONTINUE (did you mean "STOP_SEQUENCE"? values are case-sensitive)`}},
+			errs: []string{p0 + `.onError: must be one of TERMINATE, STOP_SEQUENCE, CONTINUE, got "StopSequence" (did you mean "STOP_SEQUENCE"? values are case-sensitive)`}},
 		{name: "onError not a string", doc: withFields(`,"onError":false`), errs: []string{p0 + ".onError: must be a string, got boolean"}},
 		{name: "duplicate onError", doc: withFields(`,"onError":"CONTINUE","onError":"TERMINATE"`), errs: []string{p0 + ".onError: duplicate key"}},
 	})
@@ -360,13 +368,13 @@ func TestParseArguments(t *testing.T) {
 		{name: "null element", doc: withFields(`,"arguments":[null]`), errs: []string{p0 + ".arguments[0]: must be a string, got null"}},
 		{name: "array element", doc: withFields(`,"arguments":[["a"]]`), errs: []string{p0 + ".arguments[0]: must be a string, got array"}},
 		{name: "257 characters", doc: withFields(`,"arguments":["ok",` + q(strings.Repeat("é", 257)) + `]`),
-			errs: []string{p0 + ".arguments[1]: longer than 256 characters"}},
+			errs: []string{p0 + ".arguments[1]: longer than 256 characters (it has 257)"}},
 		{name: "NUL character", doc: withFields(`,"arguments":["a\u0000b"]`), errs: []string{p0 + ".arguments[0]: must not contain a NUL character"}},
 		{name: "every element reported", doc: withFields(`,"arguments":[1,"ok",true,` + q(strings.Repeat("x", 300)) + `]`),
 			errs: []string{
 				p0 + ".arguments[0]: must be a string, got number",
 				p0 + ".arguments[2]: must be a string, got boolean",
-				p0 + ".arguments[3]: longer than 256 characters",
+				p0 + ".arguments[3]: longer than 256 characters (it has 300)",
 			}},
 	})
 }
@@ -404,7 +412,7 @@ func TestParseScriptSource(t *testing.T) {
 		{name: "s3VersionId number", doc: withSource(`"scriptLocation":"s3://bucket/k","checksum":"` + hex64 + `","s3VersionId":5`),
 			errs: []string{src + ".s3VersionId: must be a string, got number"}},
 		{name: "s3VersionId 1025 characters", doc: withSource(`"scriptLocation":"s3://bucket/k","checksum":"` + hex64 + `","s3VersionId":"` + strings.Repeat("v", 1025) + `"`),
-			errs: []string{src + ".s3VersionId: longer than 1024 characters"}},
+			errs: []string{src + ".s3VersionId: longer than 1024 characters (it has 1025)"}},
 		{name: "s3VersionId control character", doc: withSource(`"scriptLocation":"s3://bucket/k","checksum":"` + hex64 + `","s3VersionId":"a\nb"`),
 			errs: []string{src + ".s3VersionId: must not contain control characters"}},
 		{name: "s3VersionId with https", doc: withSource(`"scriptLocation":"https://example.com/k","checksum":"` + hex64 + `","s3VersionId":"v1"`),
@@ -429,7 +437,7 @@ func TestParseScriptLocation(t *testing.T) {
 		{name: "null", doc: withSource(`"scriptLocation":null,"checksum":"` + hex64 + `"`), errs: []string{loc + ": required"}},
 		{name: "number", doc: withSource(`"scriptLocation":1,"checksum":"` + hex64 + `"`), errs: []string{loc + ": must be a string, got number"}},
 		{name: "empty", doc: withLocation(""), errs: []string{loc + ": must not be empty"}},
-		{name: "1025 characters", doc: withLocation("s3://bucket/" + strings.Repeat("k", 1025-len("s3://bucket/"))), errs: []string{loc + ": longer than 1024 characters"}},
+		{name: "1025 characters", doc: withLocation("s3://bucket/" + strings.Repeat("k", 1025-len("s3://bucket/"))), errs: []string{loc + ": longer than 1024 characters (it has 1025)"}},
 
 		{name: "http", doc: withLocation("http://example.com/x.sh"), errs: []string{loc + ": http:// is not accepted: use https:// or s3://"}},
 		{name: "HTTP", doc: withLocation("HTTP://example.com/x.sh"), errs: []string{loc + ": http:// is not accepted: use https:// or s3://"}},
@@ -480,7 +488,7 @@ func TestParseScriptLocation(t *testing.T) {
 		{name: "https label of 64", doc: withLocation("https://" + strings.Repeat("a", 64) + ".com/x.sh"),
 			errs: []string{loc + `: invalid host "` + strings.Repeat("a", 64) + `"…` + labelMsg}},
 		{name: "https host of 254", doc: withLocation("https://" + strings.Repeat("a.", 125) + "comx/x.sh"),
-			errs: []string{loc + ": invalid host: longer than 253 characters"}},
+			errs: []string{loc + ": invalid host: longer than 253 characters (it has 254)"}},
 		{name: "https bad IPv4", doc: withLocation("https://999.0.0.1/x.sh"), errs: []string{loc + `: invalid host "999.0.0.1": not an IPv4 address`}},
 		{name: "https numeric single label", doc: withLocation("https://1234/x.sh"), errs: []string{loc + `: invalid host "1234": not an IPv4 address`}},
 		{name: "https unbracketed IPv6", doc: withLocation("https://fd00::1/x.sh"),
@@ -530,13 +538,13 @@ func TestParseWarnings(t *testing.T) {
 			`{"name":"a","scriptSource":{"scriptLocation":"https://10.0.0.1/a?X-Amz-Expires=1"}}`,
 			`{"name":"b","scriptSource":{"scriptLocation":"s3://bucket/b"}}`),
 			warns: []string{
-				p0 + ".scriptSource: not verified: no checksum",
+				p0 + ".scriptSource: not verified: no checksum on an https:// location: nothing checks what the server sends" + TerminateNoChecksumNote,
 				loc + `: host "10.0.0.1" is accepted here but not by the PCS API (it requires a DNS name with a top-level domain)`,
 				presigned,
-				"stages.nodeReady[1].scriptSource: not verified: no checksum",
+				"stages.nodeReady[1].scriptSource: not verified: no checksum" + TerminateNoChecksumNote,
 			}},
 		{name: "warnings come with errors", doc: withScripts(`{"name":"a","scriptSource":{"scriptLocation":"s3://bucket/k"},"onError":"NOPE"}`),
-			errs:  []string{p0 + ".onError: must be one of TERMINATE, STOP_SEQUENCE, CONTINUE"},
+			errs:  []string{p0 + ".onError: must be one of TERMINATE, STOP_SEQUENCE, CONTINUE, got \"NOPE\""},
 			warns: []string{noSum}},
 	})
 }
@@ -553,7 +561,7 @@ func TestParseWrapped(t *testing.T) {
 	runParseCases(t, []parseCase{
 		{name: "paths are prefixed", doc: `{"nodeLifecycleActions":{"stages":{"nodeReady":[{"name":"s","scriptSource":{"scriptLocation":"s3://bucket/k"},"arguments":[1]}]}}}`,
 			errs:  []string{"nodeLifecycleActions.stages.nodeReady[0].arguments[0]: must be a string, got number"},
-			warns: []string{"nodeLifecycleActions.stages.nodeReady[0].scriptSource: not verified: no checksum"}},
+			warns: []string{"nodeLifecycleActions.stages.nodeReady[0].scriptSource: not verified: no checksum" + TerminateNoChecksumNote}},
 		{name: "missing stages", doc: `{"nodeLifecycleActions":{}}`, errs: []string{"nodeLifecycleActions.stages: required"}},
 		{name: "null", doc: `{"nodeLifecycleActions":null}`, errs: []string{"nodeLifecycleActions: required"}},
 		{name: "array", doc: `{"nodeLifecycleActions":[]}`, errs: []string{"nodeLifecycleActions: must be an object, got array"}},
@@ -584,14 +592,14 @@ func TestParseAllErrorsAtOnce(t *testing.T) {
   "stage": 1
 }`
 	want := []string{
-		"scriptCachingPolicy: must be one of CACHE_ONCE, REFRESH_ON_REBOOT",
+		`scriptCachingPolicy: must be one of CACHE_ONCE, REFRESH_ON_REBOOT, got "ONCE" (did you mean "CACHE_ONCE"?)`,
 		"stages.nodeReady[1].name: must not be empty",
 		"stages.nodeReady[1].scriptSource.scriptLocation: http:// is not accepted: use https:// or s3://",
 		"stages.nodeReady[1].scriptSource.checksum: must be exactly 64 hexadecimal characters (a SHA-256 digest), got 3",
 		"stages.nodeReady[1].arguments[0]: must be a string, got number",
-		"stages.nodeReady[1].arguments[1]: longer than 256 characters",
+		"stages.nodeReady[1].arguments[1]: longer than 256 characters (it has 257)",
 		`stages.nodeBootstrapped[0].name: duplicate name "b" (first used at stages.nodeReady[0].name)`,
-		`stages.nodeBootstrapped[0].executionPolicy: must be one of FIRST_BOOT_ONLY, EVERY_BOOT (did you mean "FIRST_BOOT_ONLY"? values are case-sensitive)`,
+		`stages.nodeBootstrapped[0].executionPolicy: must be one of FIRST_BOOT_ONLY, EVERY_BOOT, got "first_boot_only" (did you mean "FIRST_BOOT_ONLY"? values are case-sensitive)`,
 		"stages.nodeBootstrapped[0].extra: unknown field",
 		"stages.nodeBootstrapped[1].scriptSource.scriptLocation: required",
 		"stages.nodeBootstrapped[1].onError: must be a string, got number",
@@ -602,7 +610,7 @@ func TestParseAllErrorsAtOnce(t *testing.T) {
 		d, warns, err := Parse([]byte(doc), Options{})
 		assert.Nil(t, d)
 		assert.Equal(t, want, problems(t, err))
-		assert.Equal(t, []string{"stages.nodeBootstrapped[1].scriptSource: not verified: no checksum"}, lines(warns))
+		assert.Equal(t, []string{"stages.nodeBootstrapped[1].scriptSource: not verified: no checksum" + TerminateNoChecksumNote}, lines(warns))
 	}
 }
 
@@ -639,7 +647,7 @@ func TestSeedDocument(t *testing.T) {
 	require.NoError(t, err)
 	doc, warns, err := Parse(data, Options{})
 	require.NoError(t, err)
-	assert.Equal(t, []string{"stages.nodeBootstrapped[1].scriptSource: not verified: no checksum"}, lines(warns))
+	assert.Equal(t, []string{"stages.nodeBootstrapped[1].scriptSource: not verified: no checksum"}, lines(warns), "its onError is STOP_SEQUENCE")
 	want := &Document{
 		ScriptCachingPolicy: CacheOnce,
 		Stages: StageScripts{

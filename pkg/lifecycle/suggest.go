@@ -16,15 +16,21 @@ type level struct {
 
 var (
 	wrapperKey = "nodeLifecycleActions"
+	groupKey   = "computeNodeGroup"
 
 	actionsLevel = level{
 		known: []string{"scriptCachingPolicy", "stages"},
 		hints: map[string]string{
 			"nodebootstrapped": "(it belongs inside stages)",
 			"nodeready":        "(it belongs inside stages)",
-			"computenodegroup": `(give only its nodeLifecycleActions, as {"nodeLifecycleActions": {...}})`,
-			"cachingpolicy":    `(did you mean "scriptCachingPolicy"?)`,
-			"cachepolicy":      `(did you mean "scriptCachingPolicy"?)`,
+			"nodelifecycleactions": `(did you mean "nodeLifecycleActions"? a CloudFormation template's PascalCase ` +
+				`properties are converted by "pcs-lifecycle convert cloudformation")`,
+			"resources": `(this looks like a CloudFormation template: "pcs-lifecycle convert cloudformation" ` +
+				`writes its node lifecycle actions as a document)`,
+			"awstemplateformatversion": `(this looks like a CloudFormation template: "pcs-lifecycle convert ` +
+				`cloudformation" writes its node lifecycle actions as a document)`,
+			"cachingpolicy": `(did you mean "scriptCachingPolicy"?)`,
+			"cachepolicy":   `(did you mean "scriptCachingPolicy"?)`,
 		},
 	}
 	stagesLevel = level{
@@ -165,4 +171,102 @@ func editDistance(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(rb)]
+}
+
+// Form is the shape in which a configuration document was found.
+type Form string
+
+const (
+	// FormDocument is the bare object, as given to `aws pcs create-compute-node-group
+	// --node-lifecycle-actions`.
+	FormDocument Form = "document"
+	// FormWrapped is {"nodeLifecycleActions": {...}}.
+	FormWrapped Form = "nodeLifecycleActions"
+	// FormComputeNodeGroup is the output of `aws pcs get-compute-node-group`:
+	// {"computeNodeGroup": {..., "nodeLifecycleActions": {...}}}.
+	FormComputeNodeGroup Form = "computeNodeGroup"
+)
+
+// Describe says in words which form this is, for messages.
+func (f Form) Describe() string {
+	switch f {
+	case FormDocument:
+		return "a nodeLifecycleActions document (as given to aws pcs create-compute-node-group --node-lifecycle-actions)"
+	case FormWrapped:
+		return `a document wrapped as {"nodeLifecycleActions": {...}}`
+	case FormComputeNodeGroup:
+		return "the output of aws pcs get-compute-node-group (its nodeLifecycleActions; the other fields ignored)"
+	}
+	return "not a JSON object"
+}
+
+// valueAliases maps a normalised wrong value to the allowed value it most likely means.
+var valueAliases = map[string]string{
+	"stop":      string(StopSequence),
+	"halt":      string(StopSequence),
+	"skip":      string(StopSequence),
+	"ignore":    string(Continue),
+	"proceed":   string(Continue),
+	"abort":     string(Terminate),
+	"fail":      string(Terminate),
+	"exit":      string(Terminate),
+	"kill":      string(Terminate),
+	"always":    string(EveryBoot),
+	"everytime": string(EveryBoot),
+	"eachboot":  string(EveryBoot),
+	"once":      string(FirstBootOnly),
+	"firstboot": string(FirstBootOnly),
+	"refresh":   string(RefreshOnReboot),
+	"cache":     string(CacheOnce),
+	"cached":    string(CacheOnce),
+}
+
+// suggestValue finds the allowed value a wrong enumerated value most likely means: the same
+// but for case, '_', '-' and spaces (caseOnly), else an alias ("STOP" → STOP_SEQUENCE, when
+// allowed), a close spelling, or the one allowed value that contains it or that it contains.
+// It returns "" when nothing is close enough.
+func suggestValue(v string, allowed []string) (best string, caseOnly bool) {
+	nv := normaliseKey(v)
+	if nv == "" {
+		return "", false
+	}
+	for _, a := range allowed {
+		if normaliseKey(a) == nv {
+			return a, true
+		}
+	}
+	if a, ok := valueAliases[nv]; ok {
+		for _, x := range allowed {
+			if x == a {
+				return a, false
+			}
+		}
+	}
+	bestDist := -1
+	for _, a := range allowed {
+		na := normaliseKey(a)
+		d := editDistance(nv, na)
+		if d > 2 && 3*d > len(na) {
+			continue
+		}
+		if bestDist < 0 || d < bestDist {
+			best, bestDist = a, d
+		}
+	}
+	if best != "" {
+		return best, false
+	}
+	if len(nv) < 3 {
+		return "", false
+	}
+	var hits []string
+	for _, a := range allowed {
+		if na := normaliseKey(a); strings.Contains(na, nv) || strings.Contains(nv, na) {
+			hits = append(hits, a)
+		}
+	}
+	if len(hits) == 1 {
+		return hits[0], false
+	}
+	return "", false
 }
