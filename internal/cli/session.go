@@ -172,16 +172,9 @@ func (s *session) close() {
 	}
 }
 
-// readConfigArg reads --config: a file, or an s3:// / https:// document.
-func isRemote(loc string) bool {
-	return strings.HasPrefix(loc, "s3://") || strings.HasPrefix(loc, "https://")
-}
-
+// readConfigArg reads --config: a file, an s3:// / https:// document, or "-" (stdin).
 func readConfigArg(ctx context.Context, f *source.Fetcher, loc string) ([]byte, error) {
-	if isRemote(loc) {
-		return f.FetchDocument(ctx, loc)
-	}
-	return os.ReadFile(loc)
+	return readConfigSource(ctx, f, loc, os.Stdin)
 }
 
 func usageProblems(name string, err error) error {
@@ -249,9 +242,10 @@ func (s *session) loadConfig(ctx context.Context) error {
 		// to run, and the usual causes (wrong bucket, key, owner or host) are the caller's.
 		return exitf(exitcode.Usage, "--config %s: %v", s.o.Config, err)
 	}
-	doc, warnings, err := lifecycle.Parse(data, lifecycle.Options{})
+	dec, err := lifecycle.Decode(data, lifecycle.Options{})
+	doc, warnings := dec.Document, dec.Warnings
 	if err != nil {
-		s.log.Error("invalid configuration", zap.String("config", s.o.Config), zap.Error(err))
+		s.log.Error("invalid configuration", zap.String("config", s.o.Config), zap.String("form", string(dec.Form)), zap.Error(err))
 		return usageProblems(s.o.Config, err)
 	}
 	for _, w := range warnings {
@@ -264,7 +258,8 @@ func (s *session) loadConfig(ctx context.Context) error {
 	if err := s.store.Save(); err != nil {
 		return exitf(exitcode.Internal, "%v", err)
 	}
-	s.log.Info("configuration cached", zap.String("config", s.o.Config), zap.String("sha256", st.ConfigSHA))
+	s.log.Info("configuration cached", zap.String("config", s.o.Config), zap.String("sha256", st.ConfigSHA),
+		zap.String("form", dec.Form.Describe()))
 	s.doc = doc
 	return nil
 }

@@ -1,7 +1,9 @@
 package e2e_test
 
 import (
+	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -54,38 +56,71 @@ func writeBadDocument(t testing.TB) string {
 	return p
 }
 
-// TestValidate: validate reports every error with its JSON path and exits 2; a valid document
-// (also wrapped as a GetComputeNodeGroup response) exits 0.
+// TestValidate: validate reports every error once, with its JSON path, on stdout, and exits 2;
+// a valid document (also wrapped, or as get-compute-node-group prints it) exits 0 and says
+// which form it found. It reads the sources --config reads: a file, s3://, https:// and -.
 func TestValidate(t *testing.T) {
 	t.Parallel()
-	n := newNode(t)
+	w := newWeb(t)
+	n := newNode(t, withCA(w))
 	bad := writeBadDocument(t)
 	r := n.runArgv([]string{"validate", bad})
 	require.Equal(t, 2, r.code, "%s", r)
 	for _, p := range badDocumentPaths {
-		require.Contains(t, r.stderr, p)
+		require.Equal(t, 1, strings.Count(r.stdout, p), "each error once: %q\n%s", p, r)
 	}
-	require.Len(t, regexp.MustCompile(`(?m)^  \S`).FindAllString(r.stderr, -1), len(badDocumentPaths), "one line per error:\n%s", r.stderr)
+	require.Len(t, regexp.MustCompile(`(?m)^error: `).FindAllString(r.stdout, -1), len(badDocumentPaths), "one line per error:\n%s", r)
+	require.Empty(t, r.stderr, "the listing is the message; nothing is repeated on stderr")
+	require.Contains(t, r.stdout, bad+": invalid (11 errors")
 
-	notJSON := n.writeFile("not.json", []byte(`{"stages": {`))
+	notJSON := n.writeFile("not.json", []byte("{\"stages\": {\"nodeReady\": [\n  {\"name\": \"a\"},\n]}}"))
 	r = n.runArgv([]string{"validate", notJSON})
 	require.Equal(t, 2, r.code)
-	require.Contains(t, r.stderr, "$: invalid JSON: ")
+	require.Contains(t, r.stdout, `error: $: invalid JSON: line 2, column 16: trailing comma before "]"`)
 
 	good := stages([]scriptDef{script("a", "s3://bucket-ok/a.sh"), script("b", "https://127.0.0.1:8443/b.sh")}, nil)
 	goodPath := n.writeConfig(good)
 	r = n.runArgv([]string{"validate", goodPath})
 	require.Equal(t, 0, r.code, "%s", r)
-	require.Contains(t, r.stdout, "valid (2 scripts, CACHE_ONCE)")
-	require.Contains(t, r.stdout, "warning: ", "no checksum is worth a warning")
+	require.Contains(t, r.stdout, goodPath+": read as a nodeLifecycleActions document")
+	require.Contains(t, r.stdout, "valid (2 scripts, CACHE_ONCE, ")
+	require.Contains(t, r.stdout, "warning: stages.nodeBootstrapped[0].scriptSource: not verified: no checksum; with onError TERMINATE")
 
 	wrapped := n.writeFile("wrapped.json", []byte(`{"nodeLifecycleActions": `+string(good.json(t))+`}`))
 	r = n.runArgv([]string{"validate", wrapped})
 	require.Equal(t, 0, r.code, "%s", r)
+	require.Contains(t, r.stdout, `read as a document wrapped as {"nodeLifecycleActions": {...}}`)
 
 	r = n.runArgv([]string{"validate", "--api-strict", goodPath})
 	require.Equal(t, 2, r.code, "--api-strict refuses an IP host:\n%s", r)
-	require.Contains(t, r.stderr, "stages.nodeBootstrapped[1].scriptSource.scriptLocation: ")
+	require.Contains(t, r.stdout, "error: stages.nodeBootstrapped[1].scriptSource.scriptLocation: ")
+
+	group := []byte(`{"computeNodeGroup": {"name": "c7i", "id": "pcs_abc", "status": "ACTIVE", "nodeLifecycleActions": ` + string(good.json(t)) + `}}`)
+	t.Run("stdin", func(t *testing.T) {
+		cmd := exec.Command(binPath, "validate", "-")
+		cmd.Env = n.environ()
+		cmd.Stdin = bytes.NewReader(group)
+		out, err := cmd.Output()
+		require.NoError(t, err, "%s", out)
+		require.Contains(t, string(out), "standard input: read as the output of aws pcs get-compute-node-group")
+		require.Contains(t, string(out), "standard input: valid (2 scripts")
+	})
+	t.Run("https", func(t *testing.T) {
+		loc := w.put("/pcs/group.json", group)
+		r := n.with(t).runArgv([]string{"validate", loc})
+		require.Equal(t, 0, r.code, "%s", r)
+		require.Contains(t, r.stdout, loc+": valid (2 scripts")
+		r = n.with(t).runArgv([]string{"validate", w.URL + "/pcs/missing.json"})
+		require.Equal(t, 2, r.code, "%s", r)
+		require.Contains(t, r.stderr, "/pcs/missing.json")
+	})
+	t.Run("s3", func(t *testing.T) {
+		b := newBucket(t)
+		loc := b.put(t, "pcs/bad.json", []byte(strings.Replace(badDocument, "LONG", strings.Repeat("a", 257), 1)))
+		r := n.with(t).runArgv([]string{"validate", loc})
+		require.Equal(t, 2, r.code, "%s", r)
+		require.Contains(t, r.stdout, "error: stages.nodeReady[0].arguments[1]: longer than 256 characters (it has 257)")
+	})
 }
 
 // TestRunInvalidConfig: run with an invalid configuration exits 2, lists the errors, and runs,
