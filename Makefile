@@ -10,7 +10,7 @@ VERSITYGW_VERSION := v1.8.0
 export AWS_EC2_METADATA_DISABLED := true
 export PATH := $(GOBIN_TOOLS):$(shell go env GOPATH)/bin:$(PATH)
 
-.PHONY: help build test unit acceptance lint demo bench package tools fuzz clean
+.PHONY: help build test test-deps unit lint demo bench package tools fuzz clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -21,13 +21,13 @@ build: ## static bin/pcs-lifecycle with the version injected
 tools: ## install the pinned test tools (versitygw) into .tools/
 	@command -v versitygw >/dev/null || GOBIN=$(GOBIN_TOOLS) go install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION)
 
-unit: tools ## go tests with -race (needs versitygw, slurm and munge installed: see .ci/run)
+test-deps: ## install what make test needs (Debian packages as root, pinned Go tools in .tools/), or say how
+	bash scripts/test-deps.sh
+
+unit: test-deps ## go tests with -race (the real parts: versitygw, Slurm, munge, the metadata mock)
 	go test -race -count=1 -p 1 ./...  # one package at a time: the real-daemon tests are timing-sensitive under load
 
-acceptance: build tools ## the published experiments against bin/pcs-lifecycle
-	bash ../shared/acceptance/seed-scenarios.sh
-
-test: lint unit fuzz acceptance ## everything CI runs: lint, go tests, the published experiments, each fuzz target for FUZZTIME
+test: test-deps lint unit fuzz ## everything CI runs, set-up included: lint, go tests, each fuzz target for FUZZTIME
 
 fuzz: ## each fuzz target for FUZZTIME (default 30s); the seed corpora also run in every go test
 	go test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $${FUZZTIME:-30s} ./pkg/lifecycle/
