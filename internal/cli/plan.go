@@ -1,16 +1,14 @@
 package cli
 
 import (
-	"fmt"
-	"text/tabwriter"
-
 	"github.com/spf13/cobra"
 
+	"github.com/pcs-lifecycle/pcs-lifecycle/internal/nodestatus"
 	"github.com/pcs-lifecycle/pcs-lifecycle/internal/stage"
 )
 
 func newPlanCmd(o *Options) *cobra.Command {
-	var reboot, force bool
+	var reboot, force, wide bool
 	cmd := &cobra.Command{
 		Use:   "plan [--reboot]",
 		Short: "Show what a run would do with each script, running nothing",
@@ -29,25 +27,45 @@ func newPlanCmd(o *Options) *cobra.Command {
 				}
 				boot = "planned-next-boot"
 			}
-			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			for _, it := range stage.Plan(st, hasCopy, v.doc, v.inst, boot, force) {
-				verb := "skip"
-				if it.Run {
-					verb = "run"
-				}
-				dl := ""
-				if it.Run {
-					dl = "cache: " + it.Fetch
-					if it.Download {
-						dl = "download: " + it.Fetch
-					}
-				}
-				fmt.Fprintf(w, "%s\t%s/%s\t%s\t%s\t%s\n", verb, it.Stage, it.Script.Name, it.Script.ExecutionPolicy, it.Reason, dl)
-			}
-			return w.Flush()
+			return writePlan(cmd, stage.Plan(st, hasCopy, v.doc, v.inst, boot, force), wide)
 		},
 	}
 	cmd.Flags().BoolVar(&reboot, "reboot", false, "plan the next boot instead of this one")
 	cmd.Flags().BoolVar(&force, "force", false, "plan a run with --force")
+	cmd.Flags().BoolVar(&wide, "wide", false, "one line per script, however long (default: fit 100 columns)")
 	return cmd
+}
+
+// writePlan prints one row per script: its state on the planned boot (pkg/status words:
+// pending means it runs), stage/name, policy, and why (with the download decision).
+func writePlan(cmd *cobra.Command, items []stage.PlanItem, wide bool) error {
+	t := &nodestatus.Table{Width: nodestatus.DefaultWidth, Wide: wide}
+	if wide {
+		t.Row("STATE", "SCRIPT", "POLICY", "WHY", "CACHE")
+	} else {
+		t.Row("STATE", "SCRIPT", "POLICY", "WHY")
+	}
+	for _, it := range items {
+		why := it.Reason
+		if it.NeverRuns != "" {
+			why += "; never runs on this instance: " + it.NeverRuns
+		}
+		cache := ""
+		if it.Run {
+			cache = "cache: " + it.Fetch
+			if it.Download {
+				cache = "download: " + it.Fetch
+			}
+		}
+		name := it.Stage + "/" + it.Script.Name
+		switch {
+		case wide:
+			t.Row(it.State, name, string(it.Script.ExecutionPolicy), why, cache)
+		case cache != "":
+			t.Row(it.State, name, string(it.Script.ExecutionPolicy), why+"; "+cache)
+		default:
+			t.Row(it.State, name, string(it.Script.ExecutionPolicy), why)
+		}
+	}
+	return t.Write(cmd.OutOrStdout())
 }

@@ -13,7 +13,18 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/pcs-lifecycle/pcs-lifecycle/pkg/status"
 )
+
+// requireFits: every line of a terminal output within 100 columns, none ending in a space.
+func requireFits(t testing.TB, out string) {
+	t.Helper()
+	for _, l := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+		require.LessOrEqual(t, len([]rune(l)), 100, "line %q of\n%s", l, out)
+		require.Equal(t, strings.TrimRight(l, " "), l, "trailing space in %q", l)
+	}
+}
 
 // badDocument breaks one rule per field, each in a different place.
 const badDocument = `{
@@ -187,14 +198,18 @@ func parsePlan(t testing.TB, out string) map[string]planLine {
 	t.Helper()
 	m := map[string]planLine{}
 	sep := regexp.MustCompile(`\s{2,}`)
-	for _, l := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
+	for i, l := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
+		if i == 0 {
+			require.Equal(t, []string{"STATE", "SCRIPT", "POLICY", "WHY", "CACHE"}, sep.Split(l, -1), "plan --wide heading")
+			continue
+		}
 		f := sep.Split(strings.TrimSpace(l), -1)
 		require.GreaterOrEqual(t, len(f), 4, "plan line %q", l)
 		p := planLine{verb: f[0], script: f[1], policy: f[2], reason: f[3]}
 		if len(f) > 4 {
 			p.cache = f[4]
 		}
-		require.Contains(t, []string{"run", "skip"}, p.verb, "plan line %q", l)
+		require.Contains(t, status.ScriptStates, p.verb, "plan line %q", l)
 		m[p.script] = p
 	}
 	return m
@@ -218,11 +233,11 @@ func TestPlan(t *testing.T) {
 		t.Parallel()
 		n := newNode(t)
 		cfg := n.writeConfig(seed)
-		r := n.requireRun(0, "plan", "--config", cfg)
+		r := n.requireRun(0, "plan", "--wide", "--config", cfg)
 		p := parsePlan(t, r.stdout)
 		require.Len(t, p, 3)
 		for _, s := range []string{"nodeBootstrapped/record-first-boot", "nodeBootstrapped/record-every-boot", "nodeReady/ready-check"} {
-			require.Equal(t, "run", p[s].verb, s)
+			require.Equal(t, "pending", p[s].verb, s)
 			require.Equal(t, "download: not in the cache", p[s].cache, s)
 		}
 		require.Equal(t, "first boot", p["nodeBootstrapped/record-first-boot"].reason)
@@ -233,23 +248,26 @@ func TestPlan(t *testing.T) {
 		require.NoFileExists(t, n.cachedConfig(), "plan caches nothing")
 
 		n.requireRun(0, "run", "--stage", bootstrapped, "--config", cfg)
-		p = parsePlan(t, n.requireRun(0, "plan").stdout)
-		require.Equal(t, "skip", p["nodeBootstrapped/record-every-boot"].verb)
+		p = parsePlan(t, n.requireRun(0, "plan", "--wide").stdout)
+		require.Equal(t, "succeeded", p["nodeBootstrapped/record-every-boot"].verb)
 		require.Contains(t, p["nodeBootstrapped/record-every-boot"].reason, "already ran this boot")
-		require.Equal(t, "run", p["nodeReady/ready-check"].verb)
+		require.Equal(t, "pending", p["nodeReady/ready-check"].verb)
 		require.Equal(t, "cache: downloaded this boot", p["nodeReady/ready-check"].cache)
 		n.requireRun(0, "run", "--stage", ready)
 
-		p = parsePlan(t, n.requireRun(0, "plan", "--reboot").stdout)
-		require.Equal(t, planLine{"skip", "nodeBootstrapped/record-first-boot", "FIRST_BOOT_ONLY", "FIRST_BOOT_ONLY and this is not the first boot", ""},
+		p = parsePlan(t, n.requireRun(0, "plan", "--wide", "--reboot").stdout)
+		require.Equal(t, planLine{"skipped", "nodeBootstrapped/record-first-boot", "FIRST_BOOT_ONLY", "FIRST_BOOT_ONLY and this is not the first boot", ""},
 			p["nodeBootstrapped/record-first-boot"])
-		require.Equal(t, planLine{"run", "nodeBootstrapped/record-every-boot", "EVERY_BOOT", "EVERY_BOOT", "cache: cached (CACHE_ONCE)"},
+		require.Equal(t, planLine{"pending", "nodeBootstrapped/record-every-boot", "EVERY_BOOT", "EVERY_BOOT", "cache: cached (CACHE_ONCE)"},
 			p["nodeBootstrapped/record-every-boot"])
-		require.Equal(t, "skip", p["nodeReady/ready-check"].verb)
+		require.Equal(t, "skipped", p["nodeReady/ready-check"].verb)
+
+		requireFits(t, n.requireRun(0, "plan", "--reboot").stdout)
+		requireFits(t, n.requireRun(0, "status").stdout)
 
 		// The reboot does what was planned.
 		n.reboot()
-		p2 := parsePlan(t, n.requireRun(0, "plan").stdout)
+		p2 := parsePlan(t, n.requireRun(0, "plan", "--wide").stdout)
 		require.Equal(t, p, p2)
 		n.requireRun(0, "run", "--stage", bootstrapped)
 		n.requireRun(0, "run", "--stage", ready)
@@ -263,9 +281,9 @@ func TestPlan(t *testing.T) {
 	t.Run("reboot planned before the first boot", func(t *testing.T) {
 		t.Parallel()
 		n := newNode(t)
-		p := parsePlan(t, n.requireRun(0, "plan", "--reboot", "--config", n.writeConfig(seed)).stdout)
-		require.Equal(t, "skip", p["nodeBootstrapped/record-first-boot"].verb)
-		require.Equal(t, "run", p["nodeBootstrapped/record-every-boot"].verb)
+		p := parsePlan(t, n.requireRun(0, "plan", "--wide", "--reboot", "--config", n.writeConfig(seed)).stdout)
+		require.Equal(t, "skipped", p["nodeBootstrapped/record-first-boot"].verb)
+		require.Equal(t, "pending", p["nodeBootstrapped/record-every-boot"].verb)
 		require.Equal(t, "cache: cached (CACHE_ONCE)", p["nodeBootstrapped/record-every-boot"].cache)
 	})
 
@@ -274,7 +292,7 @@ func TestPlan(t *testing.T) {
 		t.Parallel()
 		n := newNode(t)
 		cfg := b.put(t, "plan-config.json", seed.json(t))
-		r := n.requireRun(0, "plan", "--config", cfg)
+		r := n.requireRun(0, "plan", "--wide", "--config", cfg)
 		require.Len(t, parsePlan(t, r.stdout), 3)
 	})
 }
@@ -304,9 +322,12 @@ func TestStatusExitCode(t *testing.T) {
 		require.Equal(t, want, st.ExitCode)
 		txt := n.run("status")
 		require.Equal(t, want, txt.code)
-		require.True(t, strings.HasSuffix(txt.stdout, "exit "+strconv.Itoa(want)+"\n"), "%s", txt.stdout)
+		require.Contains(t, txt.stdout, "\nexit "+strconv.Itoa(want)+": ", "%s", txt.stdout)
+		requireFits(t, txt.stdout)
 	}
-	check(0)
+	// Nothing ran on this node: exit 5, in words.
+	check(5)
+	require.Contains(t, n.run("status").stdout, "exit 5: pcs-lifecycle never ran on this instance")
 	n.requireRun(0, "run", "--stage", bootstrapped, "--config", cfg)
 	check(0)
 	n.requireRun(3, "run", "--stage", ready)
@@ -324,7 +345,8 @@ func TestStatusExitCode(t *testing.T) {
 	require.Equal(t, 3, *stageOf(t, st, ready).ExitCode)
 
 	n.reboot()
-	check(0) // last boot's failure is not this boot's
+	check(5) // last boot's failure is not this boot's, and nothing ran on this one yet
+	require.Contains(t, n.run("status").stdout, "exit 5: nothing has run on this boot")
 	n.requireRun(0, "run", "--stage", bootstrapped)
 	n.requireRun(0, "run", "--stage", ready)
 	check(0)

@@ -13,6 +13,10 @@ const (
 	Failed = 3
 	// Terminate: a script failed under TERMINATE; the node must be replaced.
 	Terminate = 4
+	// NothingRan: status only: nothing has run on this boot, or no configuration was ever
+	// cached on this instance (a node whose boot sequence never started looks unhealthy, not
+	// fine).
+	NothingRan = 5
 	// Interrupted by SIGINT / SIGTERM (128 + signal number).
 	SIGINT  = 130
 	SIGTERM = 143
