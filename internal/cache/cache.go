@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -49,8 +50,29 @@ func Digest(data []byte) string {
 	return hex.EncodeToString(s[:])
 }
 
-// PutScript stores a downloaded script atomically and returns its path and digest.
+// PutScript stores a script's content atomically and returns its path and digest.
 func (c *Cache) PutScript(name string, data []byte) (string, string, error) {
+	return c.PutScriptFrom(name, func(w Temp) (string, error) {
+		if _, err := w.Write(data); err != nil {
+			return "", err
+		}
+		return Digest(data), nil
+	})
+}
+
+// Temp is a cached file's new content while it is written: Reset starts it over (a download
+// attempt after a failed one).
+type Temp interface {
+	io.Writer
+	Reset() error
+}
+
+// PutScriptFrom stores the content fill writes as the cached copy of name, and returns its
+// path and the digest fill returned (the SHA-256 of what it wrote, which it computed on the
+// way: a download streamed through its hash). The content goes to a temporary file beside
+// the cached name, fsynced and renamed over it only when fill succeeds; nothing partial is
+// ever visible under the name, and a failed fill leaves the old copy as it was.
+func (c *Cache) PutScriptFrom(name string, fill func(w Temp) (digest string, err error)) (string, string, error) {
 	if err := checkName(name); err != nil {
 		return "", "", err
 	}
@@ -65,10 +87,19 @@ func (c *Cache) PutScript(name string, data []byte) (string, string, error) {
 	if _, err := fsutil.RemoveStaleTemps(p); err != nil {
 		return "", "", fmt.Errorf("cache: %w", err)
 	}
-	if err := fsutil.WriteAtomic(p, data, ScriptMode); err != nil {
+	w, err := fsutil.CreateAtomic(p, ScriptMode)
+	if err != nil {
 		return "", "", fmt.Errorf("cache: %w", err)
 	}
-	return p, Digest(data), nil
+	digest, err := fill(w)
+	if err != nil {
+		w.Abort()
+		return "", "", err
+	}
+	if err := w.Commit(); err != nil {
+		return "", "", fmt.Errorf("cache: %w", err)
+	}
+	return p, strings.ToLower(digest), nil
 }
 
 // HasScript reports whether a cached copy of name exists.
@@ -77,9 +108,13 @@ func (c *Cache) HasScript(name string) bool {
 	return err == nil && fi.Mode().IsRegular()
 }
 
-// Script verifies the cached copy of name against digest and returns its path and content.
-// A missing file is os.ErrNotExist; a changed or unsafe one a *TamperedError.
-func (c *Cache) Script(name, digest string) (string, []byte, error) {
+// HeadSize is how much of a cached script Verify returns: enough for its "#!" line.
+const HeadSize = 256
+
+// Verify checks the cached copy of name against digest, reading it through the hash (never
+// whole in memory), and returns its path and its first HeadSize bytes (or fewer). A missing
+// file is os.ErrNotExist; a changed or unsafe one a *TamperedError.
+func (c *Cache) Verify(name, digest string) (string, []byte, error) {
 	if err := checkName(name); err != nil {
 		return "", nil, err
 	}
@@ -87,26 +122,35 @@ func (c *Cache) Script(name, digest string) (string, []byte, error) {
 	if fi, err := os.Lstat(c.layout.ScriptsDir()); err == nil && fi.Mode()&os.ModeSymlink != 0 {
 		return p, nil, &TamperedError{Path: c.layout.ScriptsDir(), Reason: "is a symlink"}
 	}
-	data, err := readSafe(p)
+	f, err := openSafe(p)
 	if err != nil {
 		return p, nil, err
 	}
+	defer f.Close()
 	if digest == "" {
 		return p, nil, &TamperedError{Path: p, Reason: "no digest was recorded at download"}
 	}
-	if got := Digest(data); got != strings.ToLower(digest) {
+	h := sha256.New()
+	head := make([]byte, HeadSize)
+	n, err := io.ReadFull(f, head)
+	if err != nil && err != io.ErrUnexpectedEOF && err != io.EOF {
+		return p, nil, err
+	}
+	head = head[:n]
+	h.Write(head)
+	if _, err := io.Copy(h, f); err != nil {
+		return p, nil, err
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); got != strings.ToLower(digest) {
 		return p, nil, &TamperedError{Path: p, Reason: fmt.Sprintf("content changed on disk (sha256 %s, recorded %s)", got, digest)}
 	}
-	return p, data, nil
+	return p, head, nil
 }
 
 // readSafe reads a cached file, refusing symlinks and files others could write.
 func readSafe(p string) ([]byte, error) {
-	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	f, err := openSafe(p)
 	if err != nil {
-		if errors.Is(err, syscall.ELOOP) {
-			return nil, &TamperedError{Path: p, Reason: "is a symlink"}
-		}
 		return nil, err
 	}
 	defer f.Close()
@@ -114,21 +158,45 @@ func readSafe(p string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !fi.Mode().IsRegular() {
-		return nil, &TamperedError{Path: p, Reason: "not a regular file"}
-	}
-	if fi.Mode().Perm()&0o022 != 0 {
-		return nil, &TamperedError{Path: p, Reason: fmt.Sprintf("group- or world-writable (mode %04o)", fi.Mode().Perm())}
-	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
-		return nil, &TamperedError{Path: p, Reason: fmt.Sprintf("owned by uid %d, not %d", st.Uid, os.Geteuid())}
-	}
 	buf := make([]byte, fi.Size())
 	n, err := f.ReadAt(buf, 0)
 	if err != nil && n != len(buf) {
 		return nil, err
 	}
 	return buf[:n], nil
+}
+
+// openSafe opens a cached file for reading, refusing symlinks, anything but a regular file,
+// and files others could write.
+func openSafe(p string) (*os.File, error) {
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			return nil, &TamperedError{Path: p, Reason: "is a symlink"}
+		}
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	var reason string
+	switch {
+	case !fi.Mode().IsRegular():
+		reason = "not a regular file"
+	case fi.Mode().Perm()&0o022 != 0:
+		reason = fmt.Sprintf("group- or world-writable (mode %04o)", fi.Mode().Perm())
+	default:
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
+			reason = fmt.Sprintf("owned by uid %d, not %d", st.Uid, os.Geteuid())
+		}
+	}
+	if reason != "" {
+		f.Close()
+		return nil, &TamperedError{Path: p, Reason: reason}
+	}
+	return f, nil
 }
 
 // PutConfig stores the node's configuration document atomically.

@@ -97,6 +97,22 @@ func (d downloader) Download(ctx context.Context, src lifecycle.ScriptSource, re
 	return res.Data, err
 }
 
+// DownloadToCache streams the script through its hash into a temporary file of the cache,
+// renamed over the cached copy once the download is whole and verified.
+func (d downloader) DownloadToCache(ctx context.Context, c *cache.Cache, name string, src lifecycle.ScriptSource, retry bool) (string, int64, error) {
+	var size int64
+	_, digest, err := c.PutScriptFrom(name, func(w cache.Temp) (string, error) {
+		fetch := d.f.FetchOnceTo
+		if retry {
+			fetch = d.f.FetchTo
+		}
+		res, err := fetch(ctx, src, w)
+		size = res.Size
+		return res.SHA256, err
+	})
+	return digest, size, err
+}
+
 // openSession takes the lock and loads everything a writer needs.
 func openSession(ctx context.Context, o *Options, what string) (*session, error) {
 	if err := o.validateCommon(); err != nil {

@@ -45,40 +45,99 @@ func MkdirAll(dir string, mode os.FileMode) error {
 // WriteAtomic replaces path with data: a temp file in the same directory with exactly mode,
 // fsync, rename over path, fsync of the directory. A crash at any point leaves either the old
 // or the new content, never a partial file; the temp file is removed on error.
-func WriteAtomic(path string, data []byte, mode os.FileMode) (err error) {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, filepath.Base(tempPattern(path)))
+func WriteAtomic(path string, data []byte, mode os.FileMode) error {
+	a, err := CreateAtomic(path, mode)
 	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	if err = f.Chmod(mode); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if _, err = f.Write(data); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err = f.Sync(); err != nil {
-		return fmt.Errorf("write %s: fsync: %w", path, err)
-	}
-	if err = f.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if fi, lerr := os.Lstat(path); lerr == nil && fi.Mode()&os.ModeSymlink != 0 {
-		// rename replaces the link itself, never its target; say so anyway: someone planted it.
-		err = fmt.Errorf("write %s: a symlink was planted there; refusing to replace it", path)
 		return err
 	}
-	if err = os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+	if _, err := a.Write(data); err != nil {
+		a.Abort()
+		return err
 	}
-	return SyncDir(dir)
+	return a.Commit()
+}
+
+// Atomic is the new content of a file being written in pieces (a download streamed to disk):
+// a temporary file beside path (named like RemoveStaleTemps's pattern, exactly mode) that
+// replaces path only on Commit, after an fsync; Abort, or any failure, removes it. Until
+// Commit nothing is visible at path, and a crash leaves only the temporary file, which the
+// path's next writer removes (RemoveStaleTemps).
+type Atomic struct {
+	f    *os.File
+	path string
+	done bool
+}
+
+// CreateAtomic starts a new content for path.
+func CreateAtomic(path string, mode os.FileMode) (*Atomic, error) {
+	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(tempPattern(path)))
+	if err != nil {
+		return nil, fmt.Errorf("write %s: %w", path, err)
+	}
+	a := &Atomic{f: f, path: path}
+	if err := f.Chmod(mode); err != nil {
+		a.Abort()
+		return nil, fmt.Errorf("write %s: %w", path, err)
+	}
+	return a, nil
+}
+
+// Write appends to the new content.
+func (a *Atomic) Write(p []byte) (int, error) {
+	n, err := a.f.Write(p)
+	if err != nil {
+		err = fmt.Errorf("write %s: %w", a.path, err)
+	}
+	return n, err
+}
+
+// Reset empties the new content (a download attempt starting over).
+func (a *Atomic) Reset() error {
+	if err := a.f.Truncate(0); err != nil {
+		return fmt.Errorf("write %s: %w", a.path, err)
+	}
+	if _, err := a.f.Seek(0, io.SeekStart); err != nil {
+		return fmt.Errorf("write %s: %w", a.path, err)
+	}
+	return nil
+}
+
+// Commit makes the new content path's: fsync, rename over path, fsync of the directory. On
+// failure the temporary file is removed and path keeps its old content.
+func (a *Atomic) Commit() (err error) {
+	if a.done {
+		return fmt.Errorf("write %s: already committed or aborted", a.path)
+	}
+	defer func() {
+		if err != nil {
+			a.Abort()
+		}
+	}()
+	if err = a.f.Sync(); err != nil {
+		return fmt.Errorf("write %s: fsync: %w", a.path, err)
+	}
+	if err = a.f.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", a.path, err)
+	}
+	if fi, lerr := os.Lstat(a.path); lerr == nil && fi.Mode()&os.ModeSymlink != 0 {
+		// rename replaces the link itself, never its target; say so anyway: someone planted it.
+		return fmt.Errorf("write %s: a symlink was planted there; refusing to replace it", a.path)
+	}
+	if err = os.Rename(a.f.Name(), a.path); err != nil {
+		return fmt.Errorf("write %s: %w", a.path, err)
+	}
+	a.done = true
+	return SyncDir(filepath.Dir(a.path))
+}
+
+// Abort drops the new content; after Commit it does nothing.
+func (a *Atomic) Abort() {
+	if a.done {
+		return
+	}
+	a.done = true
+	_ = a.f.Close()
+	_ = os.Remove(a.f.Name())
 }
 
 // tempPattern is the glob of the temporary files WriteAtomic creates for path.

@@ -67,11 +67,12 @@ func httpsOnlyRedirects(next func(*http.Request, []*http.Request) error) func(*h
 	}
 }
 
-// getHTTPS is one GET of u; actx bounds the attempt, ctx is the caller's.
-func (f *Fetcher) getHTTPS(actx, ctx context.Context, loc string, u *url.URL, max int64) (Result, error) {
+// getHTTPS is one GET of u; actx bounds the attempt, ctx is the caller's. It returns the body
+// to stream (the caller closes it) and the response's metadata.
+func (f *Fetcher) getHTTPS(actx, ctx context.Context, loc string, u *url.URL, max int64) (io.ReadCloser, Result, error) {
 	req, err := http.NewRequestWithContext(actx, http.MethodGet, u.String(), nil)
 	if err != nil {
-		return Result{}, newError(loc, Invalid, 0, err)
+		return nil, Result{}, newError(loc, Invalid, 0, err)
 	}
 	req.Header.Set("User-Agent", userAgent)
 	resp, err := f.http.Do(req)
@@ -81,49 +82,30 @@ func (f *Fetcher) getHTTPS(actx, ctx context.Context, loc string, u *url.URL, ma
 		}
 		var redirect *insecureRedirectError
 		if errors.As(err, &redirect) && ctx.Err() == nil {
-			return Result{}, newError(loc, Other, 0, err)
+			return nil, Result{}, newError(loc, Other, 0, err)
 		}
-		return Result{}, failure(ctx, loc, err)
+		return nil, Result{}, failure(ctx, loc, err)
 	}
-	defer resp.Body.Close()
-
 	if resp.StatusCode != http.StatusOK {
 		// Read a little so the connection can be reused; the body is not reported.
 		_, _ = io.CopyN(io.Discard, resp.Body, 4096)
-		return Result{}, newError(loc, kindOfStatus(resp.StatusCode), resp.StatusCode,
+		resp.Body.Close()
+		return nil, Result{}, newError(loc, kindOfStatus(resp.StatusCode), resp.StatusCode,
 			fmt.Errorf("GET %s: HTTP %s", u.Redacted(), resp.Status))
 	}
 	if resp.ContentLength > max {
-		return Result{}, newError(loc, TooLarge, 0,
+		resp.Body.Close()
+		return nil, Result{}, newError(loc, TooLarge, 0,
 			fmt.Errorf("Content-Length %d is over the %d-byte limit", resp.ContentLength, max))
 	}
-	data, err := readCapped(resp.Body, max)
-	if err == nil {
-		err = raced(actx)
-	}
-	if err != nil {
-		return Result{}, failureOrTooLarge(ctx, loc, err)
-	}
-	return Result{Data: data, ETag: resp.Header.Get("ETag")}, nil
+	return resp.Body, Result{ETag: resp.Header.Get("ETag")}, nil
 }
 
-// errTooLarge is returned by readCapped for a body over the cap.
+// tooLargeError is a body over the cap.
 type tooLargeError struct{ max int64 }
 
 func (e *tooLargeError) Error() string {
 	return fmt.Sprintf("more than %d bytes (the limit)", e.max)
-}
-
-// readCapped reads r to its end, but never more than max+1 bytes; more than max is an error.
-func readCapped(r io.Reader, max int64) ([]byte, error) {
-	data, err := io.ReadAll(io.LimitReader(r, max+1))
-	if err != nil {
-		return nil, fmt.Errorf("read body: %w", err)
-	}
-	if int64(len(data)) > max {
-		return nil, &tooLargeError{max: max}
-	}
-	return data, nil
 }
 
 // raced reports an attempt whose context ended although a whole response arrived. net/http
@@ -135,14 +117,6 @@ func raced(actx context.Context) error {
 		return fmt.Errorf("attempt ended before the download was complete: %w", context.Cause(actx))
 	}
 	return nil
-}
-
-func failureOrTooLarge(ctx context.Context, loc string, err error) *Error {
-	var tl *tooLargeError
-	if errors.As(err, &tl) {
-		return newError(loc, TooLarge, 0, err)
-	}
-	return failure(ctx, loc, err)
 }
 
 // failure classifies err into an *Error. When the caller's context ended, the error is

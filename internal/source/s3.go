@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
@@ -53,14 +54,15 @@ func (f *Fetcher) s3Client(ctx context.Context) (S3API, error) {
 	return c, nil
 }
 
-// getS3 is one GetObject of loc; actx bounds the attempt, ctx is the caller's.
-func (f *Fetcher) getS3(actx, ctx context.Context, loc string, obj *s3Location, versionID string, max int64) (Result, error) {
+// getS3 is one GetObject of loc; actx bounds the attempt, ctx is the caller's. It returns the
+// body to stream (the caller closes it) and the response's metadata.
+func (f *Fetcher) getS3(actx, ctx context.Context, loc string, obj *s3Location, versionID string, max int64) (io.ReadCloser, Result, error) {
 	client, err := f.s3Client(actx)
 	if err != nil {
 		if ctx.Err() != nil {
-			return Result{}, failure(ctx, loc, err)
+			return nil, Result{}, failure(ctx, loc, err)
 		}
-		return Result{}, newError(loc, Other, 0, err)
+		return nil, Result{}, newError(loc, Other, 0, err)
 	}
 	in := &s3.GetObjectInput{
 		Bucket: aws.String(obj.bucket),
@@ -74,22 +76,11 @@ func (f *Fetcher) getS3(actx, ctx context.Context, loc string, obj *s3Location, 
 	}
 	out, err := client.GetObject(actx, in)
 	if err != nil {
-		return Result{}, failure(ctx, loc, err)
+		return nil, Result{}, failure(ctx, loc, err)
 	}
-	defer out.Body.Close()
 	if n := aws.ToInt64(out.ContentLength); n > max {
-		return Result{}, newError(loc, TooLarge, 0, fmt.Errorf("object size %d is over the %d-byte limit", n, max))
+		out.Body.Close()
+		return nil, Result{}, newError(loc, TooLarge, 0, fmt.Errorf("object size %d is over the %d-byte limit", n, max))
 	}
-	data, err := readCapped(out.Body, max)
-	if err == nil {
-		err = raced(actx)
-	}
-	if err != nil {
-		return Result{}, failureOrTooLarge(ctx, loc, err)
-	}
-	return Result{
-		Data:      data,
-		VersionID: aws.ToString(out.VersionId),
-		ETag:      aws.ToString(out.ETag),
-	}, nil
+	return out.Body, Result{VersionID: aws.ToString(out.VersionId), ETag: aws.ToString(out.ETag)}, nil
 }

@@ -1,11 +1,13 @@
 package source
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"net/http"
@@ -63,8 +65,9 @@ type Config struct {
 
 // Result is a successful download.
 type Result struct {
-	Data      []byte
-	SHA256    string // lowercase hex of Data
+	Data      []byte // the content (Fetch and FetchDocument only; FetchTo streams it instead)
+	Size      int64  // its length in bytes
+	SHA256    string // lowercase hex SHA-256 of the content
 	Attempts  int    // how many attempts it took (1 = first try)
 	VersionID string // S3 version ID, when the bucket is versioned
 	ETag      string // as the server sent it (quotes included)
@@ -117,18 +120,51 @@ func New(cfg Config) *Fetcher {
 	return f
 }
 
+// Sink receives a download as it streams in. Reset empties it: each attempt starts with a
+// Reset, so a failed attempt's bytes never mix with the next one's.
+type Sink interface {
+	io.Writer
+	Reset() error
+}
+
 // Fetch downloads src, trying up to Attempts times with backoff, and verifies its size and,
 // when src.Checksum is set, its SHA-256 (either case). Every kind of failure is retried except
 // Invalid (nothing to try) and Canceled; the context is honoured at once, also while waiting.
+// The content is returned in Result.Data; FetchTo streams it instead.
 func (f *Fetcher) Fetch(ctx context.Context, src lifecycle.ScriptSource) (Result, error) {
-	return f.retry(ctx, src.ScriptLocation, func(ctx context.Context) (Result, error) {
-		return f.fetchOnce(ctx, src, f.maxSize)
-	})
+	var buf memSink
+	res, err := f.FetchTo(ctx, src, &buf)
+	if err != nil {
+		return Result{}, err
+	}
+	res.Data = buf.Bytes()
+	return res, nil
 }
 
 // FetchOnce is one attempt of Fetch, without retry.
 func (f *Fetcher) FetchOnce(ctx context.Context, src lifecycle.ScriptSource) (Result, error) {
-	res, err := f.fetchOnce(ctx, src, f.maxSize)
+	var buf memSink
+	res, err := f.FetchOnceTo(ctx, src, &buf)
+	if err != nil {
+		return Result{}, err
+	}
+	res.Data = buf.Bytes()
+	return res, nil
+}
+
+// FetchTo is Fetch streaming the content into w, through the SHA-256 hash and the size cap:
+// at most MaxSize+1 bytes are ever read, and no more than one read buffer is held in memory.
+// On success w holds exactly the verified content (size and checksum checked); on failure
+// its content is undefined and must be discarded.
+func (f *Fetcher) FetchTo(ctx context.Context, src lifecycle.ScriptSource, w Sink) (Result, error) {
+	return f.retry(ctx, src.ScriptLocation, func(ctx context.Context) (Result, error) {
+		return f.fetchOnce(ctx, src, f.maxSize, w)
+	})
+}
+
+// FetchOnceTo is one attempt of FetchTo, without retry.
+func (f *Fetcher) FetchOnceTo(ctx context.Context, src lifecycle.ScriptSource, w Sink) (Result, error) {
+	res, err := f.fetchOnce(ctx, src, f.maxSize, w)
 	if err != nil {
 		return Result{}, err
 	}
@@ -139,14 +175,20 @@ func (f *Fetcher) FetchOnce(ctx context.Context, src lifecycle.ScriptSource) (Re
 // FetchDocument downloads a configuration document from s3:// or https:// with the same
 // retries, capped at DocumentMaxSize (1 MiB).
 func (f *Fetcher) FetchDocument(ctx context.Context, location string) ([]byte, error) {
-	res, err := f.retry(ctx, location, func(ctx context.Context) (Result, error) {
-		return f.fetchOnce(ctx, lifecycle.ScriptSource{ScriptLocation: location}, DocumentMaxSize)
+	var buf memSink
+	_, err := f.retry(ctx, location, func(ctx context.Context) (Result, error) {
+		return f.fetchOnce(ctx, lifecycle.ScriptSource{ScriptLocation: location}, DocumentMaxSize, &buf)
 	})
 	if err != nil {
 		return nil, err
 	}
-	return res.Data, nil
+	return buf.Bytes(), nil
 }
+
+// memSink is a Sink in memory.
+type memSink struct{ bytes.Buffer }
+
+func (m *memSink) Reset() error { m.Buffer.Reset(); return nil }
 
 // Wait returns the wait after failed attempt n (1-based) for a first wait of backoff and a
 // jitter fraction in [0, 1) scaled to MaxJitter.
@@ -201,8 +243,9 @@ func (f *Fetcher) retry(ctx context.Context, location string, once func(context.
 	}
 }
 
-// fetchOnce is one attempt: parse, download at most max+1 bytes, check size and checksum.
-func (f *Fetcher) fetchOnce(ctx context.Context, src lifecycle.ScriptSource, max int64) (Result, error) {
+// fetchOnce is one attempt: parse, then stream at most max+1 bytes into w through the hash,
+// then check size and checksum.
+func (f *Fetcher) fetchOnce(ctx context.Context, src lifecycle.ScriptSource, max int64, w Sink) (Result, error) {
 	loc := src.ScriptLocation
 	target, err := parseLocation(loc)
 	if err != nil {
@@ -221,22 +264,82 @@ func (f *Fetcher) fetchOnce(ctx context.Context, src lifecycle.ScriptSource, max
 
 	actx, cancel := context.WithTimeout(ctx, f.attemptTimeout)
 	defer cancel()
-	var res Result
+	var (
+		res  Result
+		body io.ReadCloser
+	)
 	if target.s3 != nil {
-		res, err = f.getS3(actx, ctx, loc, target.s3, src.S3VersionID, max)
+		body, res, err = f.getS3(actx, ctx, loc, target.s3, src.S3VersionID, max)
 	} else {
-		res, err = f.getHTTPS(actx, ctx, loc, target.https, max)
+		body, res, err = f.getHTTPS(actx, ctx, loc, target.https, max)
 	}
 	if err != nil {
 		return Result{}, err
 	}
-	sum := sha256.Sum256(res.Data)
-	res.SHA256 = hex.EncodeToString(sum[:])
+	defer body.Close()
+	if err := w.Reset(); err != nil {
+		return Result{}, newError(loc, Other, 0, err)
+	}
+	n, sum, err := copyCapped(w, body, max)
+	if err != nil {
+		var se *sinkError
+		var tl *tooLargeError
+		switch {
+		case errors.As(err, &se):
+			// The destination failed (a full disk), not the source.
+			return Result{}, newError(loc, Other, 0, se.err)
+		case errors.As(err, &tl):
+			return Result{}, newError(loc, TooLarge, 0, err)
+		}
+		return Result{}, failure(ctx, loc, err)
+	}
+	if err := raced(actx); err != nil {
+		return Result{}, failure(ctx, loc, err)
+	}
+	res.Size, res.SHA256 = n, sum
 	if want != "" && res.SHA256 != want {
-		return Result{}, newError(loc, ChecksumMismatch, 0, fmt.Errorf("expected sha256 %s, got %s (%d bytes)", want, res.SHA256, len(res.Data)))
+		return Result{}, newError(loc, ChecksumMismatch, 0, fmt.Errorf("expected sha256 %s, got %s (%d bytes)", want, res.SHA256, n))
 	}
 	return res, nil
 }
+
+// copyCapped streams r into w through the SHA-256 hash, reading at most max+1 bytes (one
+// buffer at a time), and returns the length and the lowercase hex digest. More than max bytes
+// is a *tooLargeError; a failed write to w a *sinkError; a failed read the reader's error.
+func copyCapped(w io.Writer, r io.Reader, max int64) (int64, string, error) {
+	h := sha256.New()
+	sw := &sinkWriter{w: w}
+	n, err := io.Copy(io.MultiWriter(sw, h), io.LimitReader(r, max+1))
+	switch {
+	case sw.err != nil:
+		return n, "", &sinkError{err: sw.err}
+	case err != nil:
+		return n, "", fmt.Errorf("read body: %w", err)
+	case n > max:
+		return n, "", &tooLargeError{max: max}
+	}
+	return n, hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// sinkWriter remembers the destination's own error, to tell it from the source's.
+type sinkWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (s *sinkWriter) Write(p []byte) (int, error) {
+	n, err := s.w.Write(p)
+	if err != nil && s.err == nil {
+		s.err = err
+	}
+	return n, err
+}
+
+// sinkError is a failed write to the destination of a download.
+type sinkError struct{ err error }
+
+func (e *sinkError) Error() string { return e.err.Error() }
+func (e *sinkError) Unwrap() error { return e.err }
 
 type s3Location struct {
 	bucket, key string

@@ -3,11 +3,14 @@ package source
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"io"
 	"net/http"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -219,18 +222,36 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-func TestReadCappedNeverReadsMoreThanMaxPlusOne(t *testing.T) {
+func TestCopyCappedNeverReadsMoreThanMaxPlusOne(t *testing.T) {
 	for _, size := range []int{0, 999, 1000, 1001, 5000} {
-		r := &countingReader{r: bytes.NewReader(make([]byte, size))}
-		data, err := readCapped(r, 1000)
+		content := bytes.Repeat([]byte{'x'}, size)
+		r := &countingReader{r: bytes.NewReader(content)}
+		var w bytes.Buffer
+		n, sum, err := copyCapped(&w, r, 1000)
 		assert.LessOrEqual(t, r.n, int64(1001))
+		assert.LessOrEqual(t, int64(w.Len()), int64(1001))
 		if size > 1000 {
 			var tl *tooLargeError
 			assert.ErrorAs(t, err, &tl)
-			assert.Nil(t, data)
+			assert.Empty(t, sum)
 		} else {
 			require.NoError(t, err)
-			assert.Len(t, data, size)
+			assert.Equal(t, int64(size), n)
+			assert.Equal(t, string(content), w.String())
+			want := sha256.Sum256(content)
+			assert.Equal(t, hex.EncodeToString(want[:]), sum)
 		}
 	}
+}
+
+// failingWriter fails every write, as a full disk would.
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, syscall.ENOSPC }
+
+func TestCopyCappedTellsTheDestinationsFailure(t *testing.T) {
+	_, _, err := copyCapped(failingWriter{}, bytes.NewReader([]byte("#!/bin/sh\n")), 1000)
+	var se *sinkError
+	require.ErrorAs(t, err, &se)
+	assert.ErrorIs(t, err, syscall.ENOSPC)
 }

@@ -31,6 +31,26 @@ type Downloader interface {
 	Download(ctx context.Context, src lifecycle.ScriptSource, retry bool) ([]byte, error)
 }
 
+// CacheDownloader is a Downloader that streams a script straight into the cache, never holding
+// it whole in memory (the executor's own); the runner prefers it. It returns the cached
+// copy's SHA-256 (lowercase hex) and size.
+type CacheDownloader interface {
+	DownloadToCache(ctx context.Context, c *cache.Cache, name string, src lifecycle.ScriptSource, retry bool) (digest string, size int64, err error)
+}
+
+// fetch puts the current content of s into the cache and returns its digest and size.
+func (r *Runner) fetch(ctx context.Context, s lifecycle.Script, retry bool) (string, int64, error) {
+	if cd, ok := r.Downloader.(CacheDownloader); ok {
+		return cd.DownloadToCache(ctx, r.Cache, s.Name, s.ScriptSource, retry)
+	}
+	data, err := r.Downloader.Download(ctx, s.ScriptSource, retry)
+	if err != nil {
+		return "", 0, err
+	}
+	_, digest, err := r.Cache.PutScript(s.Name, data)
+	return digest, int64(len(data)), err
+}
+
 // Observer hears about scripts as they start and end (sd_notify STATUS, for instance).
 type Observer interface {
 	ScriptStarted(stage, name string)
@@ -194,7 +214,7 @@ func (r *Runner) download(ctx context.Context, jobs []job) error {
 		digest string
 		err    error
 		dur    time.Duration
-		size   int
+		size   int64
 	}
 	results := make([]result, len(jobs))
 	var wg sync.WaitGroup
@@ -204,11 +224,9 @@ func (r *Runner) download(ctx context.Context, jobs []job) error {
 		go func() {
 			defer wg.Done()
 			t0 := time.Now()
-			data, err := r.Downloader.Download(ctx, j.s.ScriptSource, true)
-			res := result{err: err, dur: time.Since(t0), size: len(data)}
-			if err == nil {
-				_, res.digest, res.err = r.Cache.PutScript(j.s.Name, data)
-			}
+			var res result
+			res.digest, res.size, res.err = r.fetch(ctx, j.s, true)
+			res.dur = time.Since(t0)
 			results[i] = res
 		}()
 	}
@@ -226,7 +244,7 @@ func (r *Runner) download(ctx context.Context, jobs []job) error {
 		h := r.Store.State.History(j.stage, j.s.Name)
 		h.Digest, h.Location, h.FetchedBoot, h.FetchedAt = res.digest, j.s.ScriptSource.ScriptLocation, r.Node.BootID, &at
 		r.Log.Info("Downloaded script", zap.String("stage", j.stage), zap.String("script", j.s.Name),
-			zap.String("location", j.s.ScriptSource.ScriptLocation), zap.Int("bytes", res.size),
+			zap.String("location", j.s.ScriptSource.ScriptLocation), zap.Int64("bytes", res.size),
 			zap.String("sha256", res.digest), zap.Int64("duration_ms", res.dur.Milliseconds()))
 	}
 	if ctx.Err() != nil {
@@ -475,7 +493,7 @@ func (r *Runner) record(stage string, run *state.ScriptRun, c *state.CacheRec, d
 	return r.Store.Record(&state.Event{BootID: r.Node.BootID, Stage: stage, Run: run, Cache: c}, durable)
 }
 
-// obtain returns the verified cached copy of s for this boot, downloading it at its turn (one
+// obtain returns the path and first bytes of the verified cached copy of s for this boot, downloading it at its turn (one
 // attempt) when the prefetch did not leave a usable copy.
 func (r *Runner) obtain(ctx context.Context, stage string, s lifecycle.Script, log *zap.Logger) (string, []byte, *state.CacheRec, error) {
 	st := r.Store.State
@@ -483,17 +501,13 @@ func (r *Runner) obtain(ctx context.Context, stage string, s lifecycle.Script, l
 	var rec *state.CacheRec
 	if fd.Run {
 		t0 := time.Now()
-		data, err := r.Downloader.Download(ctx, s.ScriptSource, false)
+		digest, size, err := r.fetch(ctx, s, false)
 		if err != nil {
 			return "", nil, nil, err // the source's error names the location
 		}
-		_, digest, err := r.Cache.PutScript(s.Name, data)
-		if err != nil {
-			return "", nil, nil, err
-		}
 		rec = &state.CacheRec{Digest: digest, Location: s.ScriptSource.ScriptLocation, At: r.now()}
 		log.Info("Downloaded script at its turn", zap.String("location", s.ScriptSource.ScriptLocation),
-			zap.Int("bytes", len(data)), zap.String("sha256", digest), zap.Int64("duration_ms", time.Since(t0).Milliseconds()))
+			zap.Int64("bytes", size), zap.String("sha256", digest), zap.Int64("duration_ms", time.Since(t0).Milliseconds()))
 	} else if fd.Reason == decide.FetchCachedOnce {
 		log.Info(decide.FetchReuseCacheOnce)
 	} else {
@@ -505,7 +519,7 @@ func (r *Runner) obtain(ctx context.Context, stage string, s lifecycle.Script, l
 	} else if h := st.Scripts[state.Key(stage, s.Name)]; h != nil {
 		digest = h.Digest
 	}
-	p, data, err := r.Cache.Script(s.Name, digest)
+	p, head, err := r.Cache.Verify(s.Name, digest)
 	if err != nil {
 		var te *cache.TamperedError
 		switch {
@@ -517,7 +531,7 @@ func (r *Runner) obtain(ctx context.Context, stage string, s lifecycle.Script, l
 		}
 		return "", nil, rec, err
 	}
-	return p, data, rec, nil
+	return p, head, rec, nil
 }
 
 // Env is the environment of one script.
@@ -552,7 +566,7 @@ func (r *Runner) Env(stage, name string, firstBoot bool) []string {
 
 func (r *Runner) runScript(ctx context.Context, stage string, s lifecycle.Script, d decide.Decision, log *zap.Logger) (*state.ScriptRun, error) {
 	run := &state.ScriptRun{Name: s.Name}
-	p, data, rec, err := r.obtain(ctx, stage, s, log)
+	p, head, rec, err := r.obtain(ctx, stage, s, log)
 	if err != nil {
 		run.Status, run.Error = state.ScriptDownloadFailed, err.Error()
 		if ctx.Err() != nil && context.Cause(ctx) != errStageTimeout {
@@ -574,7 +588,7 @@ func (r *Runner) runScript(ctx context.Context, stage string, s lifecycle.Script
 	}
 	argv := s.Arguments
 	path := p
-	if !bytes.HasPrefix(data, []byte("#!")) {
+	if !bytes.HasPrefix(head, []byte("#!")) {
 		path = Shell
 		argv = append([]string{p}, s.Arguments...)
 	}
