@@ -178,7 +178,8 @@ type proc struct {
 	code   int
 	out    string
 	wall   time.Duration
-	maxRSS int64 // KiB, the process's peak resident set (getrusage ru_maxrss)
+	maxRSS int64         // KiB, the process's peak resident set (getrusage ru_maxrss)
+	cpu    time.Duration // user + system CPU time
 }
 
 func (p proc) String() string {
@@ -200,6 +201,7 @@ func run(t testing.TB, env []string, argv ...string) proc {
 		p.code = cmd.ProcessState.ExitCode()
 		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 			p.maxRSS = ru.Maxrss
+			p.cpu = time.Duration(syscall.TimevalToNsec(ru.Utime) + syscall.TimevalToNsec(ru.Stime))
 		}
 	} else {
 		t.Fatalf("%v: %v", argv, err)

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 )
@@ -27,6 +29,14 @@ func NewS3Client(ctx context.Context) (*s3.Client, error) {
 	if cfg.Region == "" {
 		return nil, errors.New("no AWS region: set AWS_REGION or allow the instance metadata service")
 	}
+	if bc, ok := cfg.HTTPClient.(*awshttp.BuildableClient); ok {
+		// Keep a connection per concurrent download for reuse (the SDK keeps 10 per host):
+		// all scripts of a boot are fetched at once, and the attempts at their turn reuse them.
+		// Any CA bundle the configuration set stays in place.
+		cfg.HTTPClient = bc.WithTransportOptions(func(t *http.Transport) {
+			t.MaxIdleConnsPerHost = maxIdleConnsPerHost
+		})
+	}
 	return s3.NewFromConfig(cfg, func(o *s3.Options) {
 		if aws.ToString(o.BaseEndpoint) != "" {
 			o.UsePathStyle = true
@@ -36,6 +46,17 @@ func NewS3Client(ctx context.Context) (*s3.Client, error) {
 		// line for each download on stderr. Integrity is ours to check (size cap, checksum).
 		o.DisableLogOutputChecksumValidationSkipped = true
 	}), nil
+}
+
+// maxIdleConnsPerHost is one per script of a configuration (2 stages of at most 20) and more.
+const maxIdleConnsPerHost = 64
+
+// skipSDKChecksum makes one GetObject neither ask for nor verify the SDK's response checksum
+// (a CRC computed over the whole body): used when the configuration gives the script's
+// SHA-256, which this package verifies anyway. Without a configured checksum the SDK's
+// validation stays on, as the only end-to-end check besides TLS.
+func skipSDKChecksum(o *s3.Options) {
+	o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
 }
 
 // s3Client returns the configured client, building the default one on first use. A failure
@@ -56,7 +77,7 @@ func (f *Fetcher) s3Client(ctx context.Context) (S3API, error) {
 
 // getS3 is one GetObject of loc; actx bounds the attempt, ctx is the caller's. It returns the
 // body to stream (the caller closes it) and the response's metadata.
-func (f *Fetcher) getS3(actx, ctx context.Context, loc string, obj *s3Location, versionID string, max int64) (io.ReadCloser, Result, error) {
+func (f *Fetcher) getS3(actx, ctx context.Context, loc string, obj *s3Location, versionID string, max int64, checksum bool) (io.ReadCloser, Result, error) {
 	client, err := f.s3Client(actx)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -74,7 +95,11 @@ func (f *Fetcher) getS3(actx, ctx context.Context, loc string, obj *s3Location, 
 	if f.owner != "" {
 		in.ExpectedBucketOwner = aws.String(f.owner)
 	}
-	out, err := client.GetObject(actx, in)
+	var opts []func(*s3.Options)
+	if checksum {
+		opts = append(opts, skipSDKChecksum)
+	}
+	out, err := client.GetObject(actx, in, opts...)
 	if err != nil {
 		return nil, Result{}, failure(ctx, loc, err)
 	}

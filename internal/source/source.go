@@ -269,7 +269,7 @@ func (f *Fetcher) fetchOnce(ctx context.Context, src lifecycle.ScriptSource, max
 		body io.ReadCloser
 	)
 	if target.s3 != nil {
-		body, res, err = f.getS3(actx, ctx, loc, target.s3, src.S3VersionID, max)
+		body, res, err = f.getS3(actx, ctx, loc, target.s3, src.S3VersionID, max, want != "")
 	} else {
 		body, res, err = f.getHTTPS(actx, ctx, loc, target.https, max)
 	}
