@@ -101,7 +101,7 @@ func NewRoot() *cobra.Command {
 	pf.StringVar(&o.BootID, "boot-id", "", "boot id (PCS_BOOT_ID; default: /proc/sys/kernel/random/boot_id)")
 
 	root.AddCommand(newRunCmd(o), newFetchCmd(o), newPlanCmd(o), newStatusCmd(o),
-		newValidateCmd(o), newVersionCmd(), newDaemonCmd(o), newWaitCmd(o), newTryCmd(o))
+		newValidateCmd(o), newVersionCmd(), newDaemonCmd(o), newWaitCmd(o), newTryCmd(o), newConvertCmd())
 	return root
 }
 

@@ -1,0 +1,3 @@
+#!/bin/bash
+set -e
+nvidia-smi -pm 1

@@ -1,0 +1,2 @@
+#!/bin/bash
+mkdir -p "$1"

@@ -1,0 +1,3 @@
+#!/bin/bash
+. /etc/parallelcluster/cfnconfig
+mount -t lustre "$1" "$2"
