@@ -3,6 +3,7 @@
 #
 #   Debian packages   slurmd slurmctld slurm-client munge (the Slurm tests), systemd
 #                     (systemd-analyze), rpm (the .rpm checks), man-db (man pcs-lifecycle),
+#                     bash-completion (the completion check),
 #                     systemd-container without its recommends (systemd-nspawn, the boot tests)
 #   Go tools          versitygw, amazon-ec2-metadata-mock, nfpm: pinned, built with
 #                     `go install` into .tools/ (git-ignored)
@@ -33,6 +34,7 @@ APT=(
   "systemd-analyze systemd"
   "rpm rpm"
   "man man-db"
+  "/usr/share/bash-completion/bash_completion bash-completion"
 )
 # Installed without their recommends (systemd-container would pull in a whole container stack).
 APT_NO_RECOMMENDS=(
@@ -40,6 +42,7 @@ APT_NO_RECOMMENDS=(
 )
 
 have() {
+  case $1 in /*) [ -e "$1" ]; return ;; esac
   command -v "$1" >/dev/null 2>&1 && return 0
   local d
   for d in /usr/sbin /sbin /usr/bin /bin; do [ -x "$d/$1" ] && return 0; done
@@ -73,7 +76,7 @@ if [ -n "$apt_cmd" ]; then
     command -v apt-get >/dev/null || why="no apt-get on this machine"
     echo "test-deps: missing Debian packages: ${pkgs}${pkgs_nr}($why)" >&2
     echo "  run as root on Debian or Ubuntu: apt-get update && $apt_cmd" >&2
-    echo "  (elsewhere install the equivalent packages: Slurm's slurmd, slurmctld and client, munge, systemd, rpm, man, systemd-nspawn)" >&2
+    echo "  (elsewhere install the equivalent packages: Slurm's slurmd, slurmctld and client, munge, systemd, rpm, man, bash-completion, systemd-nspawn)" >&2
     exit 1
   else
     echo "test-deps: installing ${pkgs}${pkgs_nr}" >&2
