@@ -15,25 +15,25 @@ func newFetchCmd(o *Options) *cobra.Command {
 		Use:   "fetch",
 		Short: "Download (or refresh) every script into the cache, concurrently",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			ctx := cmd.Context()
-			s, err := openSession(ctx, o, "fetch")
+			s, err := openSession(ctx, cmd, o, "fetch")
 			if err != nil {
 				return err
 			}
-			defer s.close()
-			if err := s.loadConfig(ctx); err != nil {
+			defer func() { err = closeSession(s, err) }()
+			if err := s.LoadConfig(ctx); err != nil {
 				return err
 			}
-			r := s.runner(false)
+			r := s.Runner(false)
 			if err := r.FetchAll(ctx); err != nil {
-				return exitf(exitcode.Internal, "%v", err)
+				return exitcode.Wrap(exitcode.Internal, err)
 			}
 			failed := 0
 			for _, st := range lifecycle.Stages {
-				for _, sc := range s.doc.Scripts(st) {
-					h := s.store.State.Scripts[state.Key(st, sc.Name)]
-					ok := h != nil && h.FetchedBoot == s.node.BootID && s.cache.HasScript(sc.Name)
+				for _, sc := range s.Doc.Scripts(st) {
+					h := s.Store.State.Scripts[state.Key(st, sc.Name)]
+					ok := h != nil && h.FetchedBoot == s.Node.BootID && s.Cache.HasScript(sc.Name)
 					mark := "ok    "
 					if !ok {
 						mark, failed = "FAILED", failed+1
@@ -42,7 +42,7 @@ func newFetchCmd(o *Options) *cobra.Command {
 				}
 			}
 			if failed > 0 {
-				return exitf(exitcode.Failed, "%d download(s) failed; see %s", failed, s.layout.ExecutorLog())
+				return exitcode.Errorf(exitcode.Failed, "%d download(s) failed; see %s", failed, s.Layout.ExecutorLog())
 			}
 			return nil
 		},

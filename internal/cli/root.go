@@ -23,22 +23,25 @@ var (
 	Commit  = "unknown"
 )
 
-// ExitError carries an exit code out of a command; Msg (if any) is printed on stderr.
-type ExitError struct {
-	Code int
-	Msg  string
-}
-
-func (e *ExitError) Error() string { return e.Msg }
-
-func exitf(code int, format string, a ...any) error {
-	return &ExitError{Code: code, Msg: fmt.Sprintf(format, a...)}
-}
-
 // SignalCause is the cancel cause of the command context when a signal arrived.
-type SignalCause struct{ Signal os.Signal }
+type SignalCause = exitcode.SignalCause
 
-func (s *SignalCause) Error() string { return "received " + s.Signal.String() }
+// ExitError is the CLI's name for exitcode.Error, the one error type carrying an exit code.
+type ExitError = exitcode.Error
+
+// exitf is exitcode.Errorf: an exit code with a message (%w keeps the cause).
+func exitf(code int, format string, a ...any) error { return exitcode.Errorf(code, format, a...) }
+
+// interruptCode is the exit code of a run stopped by the signal that cancelled ctx (130/143).
+func interruptCode(ctx context.Context) int { return exitcode.Interrupted(ctx) }
+
+// causeOf says why ctx ended ("received terminated").
+func causeOf(ctx context.Context) string {
+	if c := context.Cause(ctx); c != nil {
+		return c.Error()
+	}
+	return "cancelled"
+}
 
 // Options are the global flags.
 type Options struct {
@@ -119,7 +122,7 @@ func applyEnv(fs *pflag.FlagSet) error {
 		}
 	})
 	if len(errs) > 0 {
-		return exitf(exitcode.Usage, "%s", strings.Join(errs, "; "))
+		return exitcode.Errorf(exitcode.Usage, "%s", strings.Join(errs, "; "))
 	}
 	return nil
 }
@@ -134,10 +137,10 @@ func Execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		return exitcode.OK
 	}
-	var ee *ExitError
+	var ee *exitcode.Error
 	if errors.As(err, &ee) {
-		if ee.Msg != "" {
-			fmt.Fprintln(stderr, "pcs-lifecycle: "+ee.Msg)
+		if msg := ee.Error(); msg != "" {
+			fmt.Fprintln(stderr, "pcs-lifecycle: "+msg)
 		}
 		return ee.Code
 	}

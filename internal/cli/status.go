@@ -37,7 +37,7 @@ func newStatusCmd(o *Options) *cobra.Command {
 				}
 			}
 			if doc.ExitCode != exitcode.OK {
-				return &ExitError{Code: doc.ExitCode}
+				return exitcode.Exit(doc.ExitCode)
 			}
 			return nil
 		},

@@ -100,7 +100,7 @@ executor itself failed.`,
 			if err := o.validateCommon(); err != nil {
 				return err
 			}
-			t := &tryRun{o: o, out: cmd.OutOrStdout(), errw: cmd.ErrOrStderr(), stages: stages, boots: boots, keep: keep}
+			t := &tryRun{o: o, cmd: cmd, out: cmd.OutOrStdout(), errw: cmd.ErrOrStderr(), stages: stages, boots: boots, keep: keep}
 			t.dl = &localDownloader{dir: source.LocalDir{Dir: dir}}
 			return t.run(cmd, args[0])
 		},
@@ -115,6 +115,7 @@ executor itself failed.`,
 
 type tryRun struct {
 	o         *Options
+	cmd       *cobra.Command
 	out, errw io.Writer
 	stages    []string
 	boots     int
@@ -217,20 +218,20 @@ func whoAmI() string {
 // boot replays one boot of the sandbox node through the real stage runner and prints what it
 // did. stop is why no further boot is replayed ("" to go on).
 func (t *tryRun) boot(ctx context.Context, node *Options, doc *lifecycle.Document, n int) (code int, stop string, err error) {
-	s, err := openSession(ctx, node, "try")
+	s, err := openSession(ctx, t.cmd, node, "try")
 	if err != nil {
 		return 0, "", err
 	}
 	closed := false
 	defer func() {
 		if !closed {
-			s.close()
+			err = closeSession(s, err)
 		}
 	}()
-	if err := s.loadConfig(ctx); err != nil {
+	if err := s.LoadConfig(ctx); err != nil {
 		return 0, "", err
 	}
-	first := s.store.State.FirstBootID == node.BootID
+	first := s.Store.State.FirstBootID == node.BootID
 	kind := "a reboot: PCS_IS_FIRST_BOOT=0"
 	if first {
 		kind = "the instance's first boot: PCS_IS_FIRST_BOOT=1"
@@ -241,13 +242,13 @@ func (t *tryRun) boot(ctx context.Context, node *Options, doc *lifecycle.Documen
 	offsets := map[string]int64{}
 	for _, st := range t.stages {
 		for _, sc := range doc.Scripts(st) {
-			if fi, err := os.Stat(s.layout.ScriptLog(st, sc.Name)); err == nil {
+			if fi, err := os.Stat(s.Layout.ScriptLog(st, sc.Name)); err == nil {
 				offsets[st+"/"+sc.Name] = fi.Size()
 			}
 		}
 	}
 	t.dl.read = map[string]string{}
-	r := s.runner(false)
+	r := s.Runner(false)
 	r.Downloader = t.dl
 	r.StageTimeout = map[string]time.Duration{lifecycle.StageNodeBootstrapped: 30 * time.Minute}
 	code = exitcode.OK
@@ -275,12 +276,15 @@ func (t *tryRun) boot(ctx context.Context, node *Options, doc *lifecycle.Documen
 	}
 	for _, st := range t.stages {
 		for _, sc := range doc.Scripts(st) {
-			t.printLog(s.layout.ScriptLog(st, sc.Name), st+"/"+sc.Name, offsets[st+"/"+sc.Name])
+			t.printLog(s.Layout.ScriptLog(st, sc.Name), st+"/"+sc.Name, offsets[st+"/"+sc.Name])
 		}
 	}
-	terminated := s.store.State.Terminated
-	s.close() // status reads the node as a reader would, with no executor holding it
+	terminated := s.Store.State.Terminated
+	// status reads the node as a reader would, with no executor holding it
 	closed = true
+	if err := closeSession(s, nil); err != nil {
+		return 0, "", err
+	}
 	fmt.Fprintln(t.out, "--- status")
 	status := newStatusCmd(node)
 	status.SetArgs([]string{})

@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/pcs-lifecycle/pcs-lifecycle/internal/boot"
 	"github.com/pcs-lifecycle/pcs-lifecycle/internal/cache"
 	"github.com/pcs-lifecycle/pcs-lifecycle/internal/exitcode"
 	"github.com/pcs-lifecycle/pcs-lifecycle/internal/identity"
@@ -33,13 +34,13 @@ func openView(o *Options, wantDoc bool) (*view, error) {
 	var err error
 	v.st, err = state.Read(v.layout.StateFile(), v.layout.JournalFile())
 	if err != nil {
-		return nil, exitf(exitcode.Internal, "%v", err)
+		return nil, exitcode.Wrap(exitcode.Internal, err)
 	}
 	v.bootID = o.BootID
 	if v.bootID == "" {
 		b, err := os.ReadFile(v.layout.BootID())
 		if err != nil {
-			return nil, exitf(exitcode.Internal, "boot id: %v (give --boot-id)", err)
+			return nil, exitcode.Errorf(exitcode.Internal, "boot id: %w (give --boot-id)", err)
 		}
 		v.bootID = strings.TrimSpace(string(b))
 	}
@@ -66,25 +67,25 @@ func openView(o *Options, wantDoc bool) (*view, error) {
 	var data []byte
 	switch {
 	case o.Config != "" && (v.st == nil || v.st.InstanceID != v.inst || v.st.ConfigSHA == ""):
-		data, err = readConfigArg(context.Background(), o.fetcher(zap.NewNop()), o.Config)
+		data, err = boot.ReadDocument(context.Background(), boot.NewFetcher(o.download(), zap.NewNop()), o.Config, nil)
 		if err != nil {
-			return nil, exitf(exitcode.Usage, "--config %s: %v", o.Config, err)
+			return nil, exitcode.Errorf(exitcode.Usage, "--config %s: %w", o.Config, err)
 		}
 	default:
 		data, err = v.cache.Config()
 		if errors.Is(err, os.ErrNotExist) {
 			if o.Config == "" {
-				return nil, exitf(exitcode.Usage, "no configuration cached on this node; give --config")
+				return nil, exitcode.Errorf(exitcode.Usage, "no configuration cached on this node; give --config")
 			}
-			data, err = readConfigArg(context.Background(), o.fetcher(zap.NewNop()), o.Config)
+			data, err = boot.ReadDocument(context.Background(), boot.NewFetcher(o.download(), zap.NewNop()), o.Config, nil)
 		}
 		if err != nil {
-			return nil, exitf(exitcode.Internal, "configuration: %v", err)
+			return nil, exitcode.Errorf(exitcode.Internal, "configuration: %w", err)
 		}
 	}
 	v.doc, _, err = lifecycle.Parse(data, lifecycle.Options{})
 	if err != nil {
-		return nil, usageProblems("configuration", err)
+		return nil, boot.InvalidConfig("configuration", err)
 	}
 	return v, nil
 }

@@ -28,23 +28,23 @@ func newWaitCmd(o *Options) *cobra.Command {
 				}
 				if v.st != nil && v.st.InstanceID == v.inst {
 					if v.st.Terminated != nil {
-						return exitf(exitcode.Terminate, "instance terminated by %s/%s", v.st.Terminated.Stage, v.st.Terminated.Script)
+						return exitcode.Errorf(exitcode.Terminate, "instance terminated by %s/%s", v.st.Terminated.Stage, v.st.Terminated.Script)
 					}
 					if b := v.st.Boot(v.bootID); b != nil {
 						if sr := b.Stages[st]; sr != nil && sr.Status != state.StageRunning && sr.Status != state.StageInterrupted {
 							if sr.ExitCode != exitcode.OK {
-								return exitf(sr.ExitCode, "%s finished with exit %d", st, sr.ExitCode)
+								return exitcode.Errorf(sr.ExitCode, "%s finished with exit %d", st, sr.ExitCode)
 							}
 							return nil
 						}
 					}
 				}
 				if timeout > 0 && time.Now().After(deadline) {
-					return exitf(exitcode.Internal, "timed out after %s waiting for %s on boot %s", timeout, st, v.bootID)
+					return exitcode.Errorf(exitcode.Internal, "timed out after %s waiting for %s on boot %s", timeout, st, v.bootID)
 				}
 				select {
 				case <-cmd.Context().Done():
-					return exitf(interruptCode(cmd.Context()), "interrupted")
+					return exitcode.Errorf(exitcode.Interrupted(cmd.Context()), "interrupted")
 				case <-time.After(interval):
 				}
 			}

@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"go.uber.org/zap"
@@ -64,9 +63,6 @@ func New(file io.Writer, level zapcore.Level, console io.Writer, consoleLevel za
 	}
 	return zap.New(zapcore.NewTee(cores...))
 }
-
-// Stderr is the console writer used by the command line.
-var Stderr io.Writer = os.Stderr
 
 // levelAfterTime puts `"level":"INFO",` right after the timestamp, the first key.
 type levelAfterTime struct{ zapcore.Encoder }

@@ -14,14 +14,15 @@ import (
 	"time"
 
 	"github.com/pcs-lifecycle/pcs-lifecycle/internal/proc"
+	"github.com/pcs-lifecycle/pcs-lifecycle/internal/programs"
 )
 
 const (
 	// DefaultScontrol is the scontrol looked up when Options.Scontrol is empty.
-	DefaultScontrol = "scontrol"
+	DefaultScontrol = programs.Scontrol
 	// DefaultPATH is the PATH scontrol is looked up in and run with: the executor's fixed PATH
 	// (SPEC §4) plus /opt/slurm/bin, where AWS PCS images install Slurm.
-	DefaultPATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/opt/slurm/bin"
+	DefaultPATH = programs.SlurmPATH
 	// DefaultPollInterval is the registration poll interval of SPEC §8.
 	DefaultPollInterval = 2 * time.Second
 	// DefaultCallTimeout bounds one scontrol call. An unreachable controller makes scontrol

@@ -21,6 +21,7 @@ import (
 	"github.com/pcs-lifecycle/pcs-lifecycle/internal/identity"
 	"github.com/pcs-lifecycle/pcs-lifecycle/internal/paths"
 	"github.com/pcs-lifecycle/pcs-lifecycle/internal/proc"
+	"github.com/pcs-lifecycle/pcs-lifecycle/internal/programs"
 	"github.com/pcs-lifecycle/pcs-lifecycle/internal/scriptlog"
 	"github.com/pcs-lifecycle/pcs-lifecycle/internal/state"
 	"github.com/pcs-lifecycle/pcs-lifecycle/pkg/lifecycle"
@@ -57,12 +58,9 @@ type Observer interface {
 	ScriptEnded(stage, name string, run *state.ScriptRun)
 }
 
-// Shell runs scripts that have no "#!" line.
-var Shell = "/bin/sh"
-
 // BaseEnv is the fixed part of every script's environment.
 var BaseEnv = []string{
-	"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+	"PATH=" + programs.ScriptPATH,
 	"HOME=/root",
 	"LANG=C.UTF-8",
 }
@@ -589,7 +587,7 @@ func (r *Runner) runScript(ctx context.Context, stage string, s lifecycle.Script
 	argv := s.Arguments
 	path := p
 	if !bytes.HasPrefix(head, []byte("#!")) {
-		path = Shell
+		path = programs.Shell
 		argv = append([]string{p}, s.Arguments...)
 	}
 	if r.Observer != nil {
