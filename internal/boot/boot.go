@@ -56,18 +56,58 @@ type Commands interface {
 	Run(ctx context.Context, argv []string) ([]byte, error)
 }
 
-// Hook hears of the boot's progress: the command line prints a stage's outcome through one,
-// and further steps after a stage (evidence, metrics) hang here. A hook cannot fail the boot;
-// it logs its own problems.
-type Hook interface {
-	StageEnded(ctx context.Context, out stage.Outcome)
+// Observer hears the boot's progress: the steps of its timeline and the end of each stage.
+// The command line prints outcomes through one; the steps after a stage (evidence, metrics)
+// hang here too. An observer cannot change the boot's course or its exit code: it logs its own
+// problems. Embed NopObserver to implement only one of the methods.
+type Observer interface {
+	Step(ctx context.Context, s Step)
+	StageEnded(ctx context.Context, e StageEnd)
 }
 
-// HookFunc is a function as a Hook.
-type HookFunc func(ctx context.Context, out stage.Outcome)
+// StepKind names a step of the boot.
+type StepKind string
 
-// StageEnded calls f.
-func (f HookFunc) StageEnded(ctx context.Context, out stage.Outcome) { f(ctx, out) }
+// The steps, in the order a daemon takes them.
+const (
+	// StepStarted: the sequence begins (Detail: "daemon" or "run --stage S").
+	StepStarted StepKind = "started"
+	// StepReady: READY=1 was sent (daemon only).
+	StepReady StepKind = "ready"
+	// StepRegistration: the Slurm registration wait ended (At its start, Duration, Detail: how
+	// it ended: registered, not configured, timed out, interrupted, or the error).
+	StepRegistration StepKind = "registration"
+)
+
+// Step is one step of the boot.
+type Step struct {
+	Kind     StepKind
+	Stage    string
+	At       time.Time
+	Duration time.Duration
+	Detail   string
+}
+
+// StageEnd is how a stage of the boot ended.
+type StageEnd struct {
+	Stage   string
+	Outcome stage.Outcome
+	// Err is the executor's own failure (state, disk, registration timeout) or the
+	// interruption, with its exit code (exitcode.Code); nil when the stage ran to its end.
+	Err error
+	// Final: no other stage follows in this process (false only for a daemon's
+	// nodeBootstrapped that lets the boot go on to nodeReady).
+	Final bool
+}
+
+// NopObserver ignores everything; embed it to implement part of Observer.
+type NopObserver struct{}
+
+// Step does nothing.
+func (NopObserver) Step(context.Context, Step) {}
+
+// StageEnded does nothing.
+func (NopObserver) StageEnded(context.Context, StageEnd) {}
 
 // Config is how the boot behaves (the flags of run and daemon).
 type Config struct {
@@ -84,15 +124,17 @@ type Config struct {
 // Boot is one run of the node's boot sequence.
 type Boot struct {
 	Config
-	Log      *zap.Logger
-	Layout   paths.Layout
-	Stages   Stages
-	Slurm    Slurm
-	Notify   notify.Notifier
-	Clock    Clock
-	Commands Commands
-	Stderr   io.Writer // the journal under systemd: the TERMINATE summary
-	Hooks    []Hook
+	Log       *zap.Logger
+	Layout    paths.Layout
+	Stages    Stages
+	Slurm     Slurm
+	Notify    notify.Notifier
+	Clock     Clock
+	Commands  Commands
+	Stderr    io.Writer // the journal under systemd: the TERMINATE summary
+	Observers []Observer
+
+	daemon bool // the whole boot runs in this process (Daemon)
 }
 
 // ScriptStarted reports the running script to systemd (STATUS=); the runner calls it.
@@ -109,9 +151,9 @@ func (b *Boot) status(s string) {
 	}
 }
 
-func (b *Boot) stageEnded(ctx context.Context, out stage.Outcome) {
-	for _, h := range b.Hooks {
-		h.StageEnded(ctx, out)
+func (b *Boot) step(ctx context.Context, s Step) {
+	for _, o := range b.Observers {
+		o.Step(ctx, s)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/pcs-lifecycle/pcs-lifecycle/internal/exitcode"
 	"github.com/pcs-lifecycle/pcs-lifecycle/internal/paths"
 	"github.com/pcs-lifecycle/pcs-lifecycle/internal/slurm"
 	"github.com/pcs-lifecycle/pcs-lifecycle/internal/stage"
@@ -213,7 +214,8 @@ type rig struct {
 	clock  *fakeClock
 	stderr *bytes.Buffer
 	boot   *Boot
-	hooked []stage.Outcome
+	ended  []StageEnd
+	steps  []Step
 }
 
 func newRig(t *testing.T, c Config) *rig {
@@ -234,11 +236,27 @@ func newRig(t *testing.T, c Config) *rig {
 	}
 	r.boot = &Boot{Config: c, Log: zap.NewNop(), Layout: paths.New(root), Stages: r.stages, Slurm: r.slurm,
 		Notify: fakeNotify{ev}, Clock: r.clock, Commands: fakeCommands{ev}, Stderr: r.stderr}
-	r.boot.Hooks = []Hook{HookFunc(func(_ context.Context, out stage.Outcome) {
-		ev.add("hook %s exit=%d", out.Stage, out.ExitCode)
-		r.hooked = append(r.hooked, out)
-	})}
+	r.boot.Observers = []Observer{recorder{r}}
 	return r
+}
+
+// recorder is an Observer writing the stage ends into the events (and the steps, apart).
+type recorder struct{ r *rig }
+
+func (o recorder) Step(_ context.Context, s Step) {
+	o.r.steps = append(o.r.steps, s)
+}
+
+func (o recorder) StageEnded(_ context.Context, e StageEnd) {
+	line := fmt.Sprintf("hook %s exit=%d", e.Stage, e.Outcome.ExitCode)
+	if e.Err != nil {
+		line = fmt.Sprintf("hook %s error=%d", e.Stage, exitcode.Code(e.Err))
+	}
+	if !e.Final {
+		line += " (more)"
+	}
+	o.r.ev.add("%s", line)
+	o.r.ended = append(o.r.ended, e)
 }
 
 // fail is an outcome of stage with one failed script under onError.
@@ -253,7 +271,7 @@ func fail(stageName, script string, onError lifecycle.OnError, code int) stage.O
 }
 
 // steps are the events without the STATUS= lines (the per-stage tests look at the sequence).
-func (r *rig) steps() []string {
+func (r *rig) calls() []string {
 	var out []string
 	for _, l := range r.ev.all() {
 		if !strings.HasPrefix(l, "STATUS=") {

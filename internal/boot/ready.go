@@ -24,22 +24,18 @@ func (b *Boot) nodeReady(ctx context.Context, _ string) (stage.Outcome, error) {
 	}
 	answering, err := b.awaitSlurm(ctx)
 	if errors.Is(err, errWaitInterrupted) {
-		return b.ended(ctx, stage.Outcome{Stage: name, Interrupted: true})
+		return b.finish(ctx, name, stage.Outcome{Stage: name, Interrupted: true}, nil)
 	}
 	if err != nil {
-		return stage.Outcome{}, err
+		return b.finish(ctx, name, stage.Outcome{Stage: name}, err)
 	}
 	held, operatorDrain := false, false
 	if b.HoldJobs && answering {
 		held, operatorDrain = b.hold(ctx)
 	}
 	out, err := b.Stages.RunStage(ctx, name)
-	if err != nil {
-		b.Log.Error("executor failed", zap.String("stage", name), zap.Error(err))
-		return out, exitcode.Errorf(exitcode.Internal, "%s: %w", name, err)
-	}
-	if out.Interrupted {
-		return b.ended(ctx, out)
+	if err != nil || out.Interrupted {
+		return b.finish(ctx, name, out, err)
 	}
 	fails := b.Stages.BootFailures()
 	worst, sev := worstFailure(fails)
@@ -47,7 +43,7 @@ func (b *Boot) nodeReady(ctx context.Context, _ string) (stage.Outcome, error) {
 		OperatorDrain: operatorDrain, SlurmAnswering: answering})
 	act.ReplaceHold = act.ReplaceHold && held
 	b.applySlurm(ctx, act, worst, len(fails))
-	return b.ended(ctx, out)
+	return b.finish(ctx, name, out, nil)
 }
 
 // errWaitInterrupted: a signal ended the registration wait (nothing was recorded).
@@ -82,6 +78,7 @@ func (b *Boot) awaitSlurm(ctx context.Context) (bool, error) {
 			last = msg
 		}
 	})
+	b.step(ctx, Step{Kind: StepRegistration, Stage: lifecycle.StageNodeReady, At: t0, Duration: b.since(t0), Detail: registrationEnd(ctx, err)})
 	switch {
 	case err == nil:
 		log.Info("node registered with Slurm", zap.String("node", node), zap.Int64("duration_ms", b.since(t0).Milliseconds()))
@@ -102,6 +99,21 @@ func (b *Boot) awaitSlurm(ctx context.Context) (bool, error) {
 	}
 	log.Error("cannot read the node's Slurm state", zap.Error(err))
 	return false, exitcode.Errorf(exitcode.Internal, "slurm: %w", err)
+}
+
+// registrationEnd says how the registration wait ended, for the boot's timeline.
+func registrationEnd(ctx context.Context, err error) string {
+	switch {
+	case err == nil:
+		return "registered"
+	case errors.Is(err, slurm.ErrNotConfigured):
+		return "Slurm not configured"
+	case errors.Is(err, slurm.ErrRegistrationTimeout):
+		return "timed out"
+	case ctx.Err() != nil:
+		return "interrupted"
+	}
+	return err.Error()
 }
 
 // hold drains the node with HoldReason while nodeReady runs. It reports whether our hold is

@@ -2,6 +2,7 @@ package boot
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"sync"
 	"time"
@@ -19,6 +20,8 @@ import (
 // as "deactivating" and end the unit inactive instead of keeping it active (exited) under
 // RemainAfterExit=yes, and a later `systemctl restart slurmd` would start the boot again.
 func (b *Boot) Daemon(ctx context.Context) error {
+	b.daemon = true
+	b.step(ctx, Step{Kind: StepStarted, At: b.Clock.Now(), Detail: "daemon"})
 	ext := b.keepExtending()
 	// Until nodeBootstrapped has ended without TERMINATE, every way out leaves READY=1 unsent:
 	// the unit fails and slurmd, which requires it, does not start, as in per-stage mode,
@@ -41,6 +44,7 @@ func (b *Boot) Daemon(ctx context.Context) error {
 	if err := b.Notify.Ready(); err != nil {
 		b.Log.Warn("sd_notify READY=1 failed", zap.Error(err))
 	}
+	b.step(ctx, Step{Kind: StepReady, At: b.Clock.Now()})
 	ready, err := b.nodeReady(ctx, lifecycle.StageNodeReady)
 	if err != nil {
 		return err
@@ -56,6 +60,7 @@ func (b *Boot) Daemon(ctx context.Context) error {
 // Stage runs one stage, as the node's bootstrap calls it (run --stage): nodeReady with its
 // registration wait and Slurm outcome. The error carries the exit code (nil: 0).
 func (b *Boot) Stage(ctx context.Context, name string) error {
+	b.step(ctx, Step{Kind: StepStarted, At: b.Clock.Now(), Detail: "run --stage " + name})
 	run := b.runStage
 	if name == lifecycle.StageNodeReady {
 		run = b.nodeReady
@@ -70,24 +75,28 @@ func (b *Boot) Stage(ctx context.Context, name string) error {
 	return exitcode.Exit(out.ExitCode)
 }
 
-// runStage runs one stage's scripts and tells the hooks. An executor failure or an
-// interruption is an error with its exit code (1, 130, 143).
+// runStage runs one stage's scripts.
 func (b *Boot) runStage(ctx context.Context, name string) (stage.Outcome, error) {
 	out, err := b.Stages.RunStage(ctx, name)
-	if err != nil {
-		b.Log.Error("executor failed", zap.String("stage", name), zap.Error(err))
-		return out, exitcode.Errorf(exitcode.Internal, "%s: %w", name, err)
-	}
-	return b.ended(ctx, out)
+	return b.finish(ctx, name, out, err)
 }
 
-// ended tells the hooks of a stage that ran to its end; an interrupted one is an error.
-func (b *Boot) ended(ctx context.Context, out stage.Outcome) (stage.Outcome, error) {
-	if out.Interrupted {
-		return out, exitcode.Errorf(exitcode.Interrupted(ctx), "%s interrupted (%s); state saved", out.Stage, causeOf(ctx))
+// finish turns an executor failure or an interruption into the error with its exit code (1,
+// 130, 143) and tells the observers how the stage ended.
+func (b *Boot) finish(ctx context.Context, name string, out stage.Outcome, err error) (stage.Outcome, error) {
+	var coded *exitcode.Error
+	switch {
+	case err != nil && !errors.As(err, &coded):
+		b.Log.Error("executor failed", zap.String("stage", name), zap.Error(err))
+		err = exitcode.Errorf(exitcode.Internal, "%s: %w", name, err)
+	case err == nil && out.Interrupted:
+		err = exitcode.Errorf(exitcode.Interrupted(ctx), "%s interrupted (%s); state saved", name, causeOf(ctx))
 	}
-	b.stageEnded(ctx, out)
-	return out, nil
+	goesOn := b.daemon && name == lifecycle.StageNodeBootstrapped && err == nil && out.ExitCode != exitcode.Terminate
+	for _, o := range b.Observers {
+		o.StageEnded(ctx, StageEnd{Stage: name, Outcome: out, Err: err, Final: !goesOn})
+	}
+	return out, err
 }
 
 func causeOf(ctx context.Context) string {

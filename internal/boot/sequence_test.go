@@ -29,7 +29,7 @@ func TestDaemonRunsTheBootInOrder(t *testing.T) {
 		"STATUS=downloading scripts",
 		"prefetch",
 		"stage nodeBootstrapped",
-		"hook nodeBootstrapped exit=0",
+		"hook nodeBootstrapped exit=0 (more)",
 		"READY=1",
 		"STATUS=waiting for Slurm registration of compute-1",
 		"wait compute-1",
@@ -37,6 +37,11 @@ func TestDaemonRunsTheBootInOrder(t *testing.T) {
 		"hook nodeReady exit=0",
 		"STATUS=done: exit 0",
 	}, r.ev.all())
+	var kinds []string
+	for _, s := range r.steps {
+		kinds = append(kinds, string(s.Kind)+":"+s.Detail)
+	}
+	require.Equal(t, []string{"started:daemon", "ready:", "registration:registered"}, kinds)
 }
 
 func TestDaemonWorstStageIsTheExitCode(t *testing.T) {
@@ -58,6 +63,7 @@ func TestDaemonTerminateInBootstrappedSendsNoReady(t *testing.T) {
 	require.Equal(t, -1, r.ev.index("wait"), "no registration wait after a TERMINATE")
 	require.Equal(t, -1, r.ev.index("stage nodeReady"))
 	require.Contains(t, ev, "STATUS=TERMINATE: the node must be replaced")
+	require.Contains(t, ev, "hook nodeBootstrapped exit=4", "a TERMINATE'd nodeBootstrapped is the daemon's last stage")
 	require.Equal(t, "exec systemctl poweroff", ev[len(ev)-1], "the action comes last")
 	require.Contains(t, r.stderr.String(), "pcs-lifecycle: TERMINATE: pcs-lifecycle: nodeBootstrapped/fatal exit=9")
 	console, err := os.ReadFile(r.boot.Layout.Console())
@@ -82,7 +88,7 @@ func TestHoldThenTerminateLeavesTheNodeDrained(t *testing.T) {
 		"replace drain pcs-lifecycle: nodeReady/gpu-check exit=4",
 		"hook nodeReady exit=4",
 		"exec /bin/sh -c notify-ops",
-	}, r.steps())
+	}, r.calls())
 }
 
 func TestTerminateWithoutHoldDrainsTheNode(t *testing.T) {
@@ -103,14 +109,14 @@ func TestOperatorDrainIsLeftAlone(t *testing.T) {
 	require.Equal(t, -1, r.ev.index("drain"))
 	require.Equal(t, -1, r.ev.index("replace"))
 	require.Equal(t, -1, r.ev.index("resume"))
-	require.Contains(t, r.steps(), "comment pcs-lifecycle: nodeReady/gpu-check exit=4")
+	require.Contains(t, r.calls(), "comment pcs-lifecycle: nodeReady/gpu-check exit=4")
 }
 
 func TestHoldIsLiftedAfterSuccess(t *testing.T) {
 	r := newRig(t, Config{HoldJobs: true})
 	require.NoError(t, r.boot.Stage(context.Background(), ready))
 	require.False(t, r.slurm.drained)
-	require.Equal(t, []string{"wait compute-1", "drain " + HoldReason, "stage nodeReady", "resume", "hook nodeReady exit=0"}, r.steps())
+	require.Equal(t, []string{"wait compute-1", "drain " + HoldReason, "stage nodeReady", "resume", "hook nodeReady exit=0"}, r.calls())
 }
 
 func TestEarlierFailureIsShownOnceRegistered(t *testing.T) {
@@ -126,7 +132,7 @@ func TestEarlierFailureIsShownOnceRegistered(t *testing.T) {
 		"comment pcs-lifecycle: nodeBootstrapped/bad-boot exit=8",
 		"drain pcs-lifecycle: nodeBootstrapped/bad-boot exit=8",
 		"hook nodeReady exit=0",
-	}, r.steps())
+	}, r.calls())
 }
 
 func TestCommentNamesTheWorstFailure(t *testing.T) {
@@ -142,7 +148,7 @@ func TestNothingToWaitFor(t *testing.T) {
 	r := newRig(t, Config{})
 	r.stages.scripts[ready] = false
 	require.NoError(t, r.boot.Stage(context.Background(), ready))
-	require.Equal(t, []string{"stage nodeReady", "hook nodeReady exit=0"}, r.steps())
+	require.Equal(t, []string{"stage nodeReady", "hook nodeReady exit=0"}, r.calls())
 }
 
 func TestSettledStageSkipsTheRegistration(t *testing.T) {
@@ -166,7 +172,8 @@ func TestRegistrationTimeoutIsRecorded(t *testing.T) {
 	require.Equal(t, exitcode.Internal, exitcode.Code(err))
 	require.ErrorIs(t, err, slurm.ErrRegistrationTimeout, "the exit error wraps its cause")
 	require.Contains(t, err.Error(), "did not register")
-	require.Equal(t, []string{"wait compute-1", "record not_registered nodeReady"}, r.steps())
+	require.Equal(t, []string{"wait compute-1", "record not_registered nodeReady", "hook nodeReady error=1"}, r.calls())
+	require.Equal(t, "timed out", r.steps[len(r.steps)-1].Detail)
 	require.NotEmpty(t, r.stages.recorded)
 }
 
@@ -175,7 +182,7 @@ func TestSlurmNotConfiguredRunsAtOnce(t *testing.T) {
 	r.slurm.waitErr = slurm.ErrNoConfig
 	r.stages.outcomes[ready] = fail(ready, "x", lifecycle.Continue, 1)
 	require.Equal(t, exitcode.Failed, exitcode.Code(r.boot.Stage(context.Background(), ready)))
-	require.Equal(t, []string{"wait compute-1", "stage nodeReady", "hook nodeReady exit=3"}, r.steps())
+	require.Equal(t, []string{"wait compute-1", "stage nodeReady", "hook nodeReady exit=3"}, r.calls())
 }
 
 func TestRegistrationTimeoutZeroAsksOnce(t *testing.T) {
@@ -185,7 +192,7 @@ func TestRegistrationTimeoutZeroAsksOnce(t *testing.T) {
 	r.slurm.stateErr = slurm.ErrUnreachable
 	require.NoError(t, r.boot.Stage(context.Background(), ready))
 	require.Equal(t, 0, r.slurm.waitCalls)
-	require.Equal(t, []string{"stage nodeReady", "hook nodeReady exit=0"}, r.steps(), "no hold on a Slurm that does not answer")
+	require.Equal(t, []string{"stage nodeReady", "hook nodeReady exit=0"}, r.calls(), "no hold on a Slurm that does not answer")
 }
 
 func TestSignalDuringRegistrationWait(t *testing.T) {
@@ -196,7 +203,9 @@ func TestSignalDuringRegistrationWait(t *testing.T) {
 	require.Equal(t, exitcode.SIGINT, exitcode.Code(err))
 	require.Contains(t, err.Error(), "nodeReady interrupted (received interrupt)")
 	require.Equal(t, -1, r.ev.index("stage"), "no script starts after a signal")
-	require.Empty(t, r.hooked, "an interrupted stage is not reported as ended")
+	require.Len(t, r.ended, 1, "the interrupted stage is reported")
+	require.Equal(t, exitcode.SIGINT, exitcode.Code(r.ended[0].Err))
+	require.True(t, r.ended[0].Outcome.Interrupted)
 }
 
 func TestSignalDuringBootstrappedSendsNoReady(t *testing.T) {
@@ -261,7 +270,7 @@ func TestStageBootstrappedTerminateActs(t *testing.T) {
 	r := newRig(t, Config{OnTerminate: "poweroff"})
 	r.stages.outcomes[boot] = fail(boot, "fatal", lifecycle.Terminate, 1)
 	require.Equal(t, exitcode.Terminate, exitcode.Code(r.boot.Stage(context.Background(), boot)))
-	require.Equal(t, []string{"stage nodeBootstrapped", "hook nodeBootstrapped exit=4", "exec systemctl poweroff"}, r.steps())
+	require.Equal(t, []string{"stage nodeBootstrapped", "hook nodeBootstrapped exit=4", "exec systemctl poweroff"}, r.calls())
 }
 
 func TestAlreadyRanTerminateDoesNotActAgain(t *testing.T) {

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -105,7 +106,7 @@ func runBoot(cmd *cobra.Command, o *Options, f *bootFlags, holder, stageName str
 		return err
 	}
 	b := s.Boot(c, f.runner(cmd, s, stageName), f.slurm(), n, cmd.ErrOrStderr())
-	b.Hooks = append(b.Hooks, printOutcome(cmd))
+	b.Observers = append(b.Observers, outcomePrinter{w: cmd.ErrOrStderr()})
 	return fn(ctx, b)
 }
 
@@ -164,20 +165,25 @@ func checkStage(s string) error {
 	return exitcode.Errorf(exitcode.Usage, "--stage %q: must be nodeBootstrapped or nodeReady", s)
 }
 
-// printOutcome reports a stage's failures (or that it already ran) on stderr.
-func printOutcome(cmd *cobra.Command) boot.Hook {
-	return boot.HookFunc(func(_ context.Context, out stage.Outcome) {
-		w := cmd.ErrOrStderr()
-		switch {
-		case out.AlreadyRan:
-			fmt.Fprintf(w, "pcs-lifecycle: %s already ran this boot (%s, exit %d); use --force to run it again\n", out.Stage, out.Status, out.ExitCode)
-		case out.ExitCode != exitcode.OK:
-			for _, f := range out.Failures {
-				fmt.Fprintf(w, "pcs-lifecycle: %s/%s failed (%s) onError=%s\n", f.Stage, f.Script, failureWhat(f), f.OnError)
-			}
-			fmt.Fprintf(w, "pcs-lifecycle: exit %d for stage %s\n", out.ExitCode, out.Stage)
+// outcomePrinter reports a stage's failures (or that it already ran) on stderr.
+type outcomePrinter struct {
+	boot.NopObserver
+	w io.Writer
+}
+
+func (p outcomePrinter) StageEnded(_ context.Context, e boot.StageEnd) {
+	out := e.Outcome
+	switch {
+	case e.Err != nil:
+		return // the error itself is printed as the command's message
+	case out.AlreadyRan:
+		fmt.Fprintf(p.w, "pcs-lifecycle: %s already ran this boot (%s, exit %d); use --force to run it again\n", out.Stage, out.Status, out.ExitCode)
+	case out.ExitCode != exitcode.OK:
+		for _, f := range out.Failures {
+			fmt.Fprintf(p.w, "pcs-lifecycle: %s/%s failed (%s) onError=%s\n", f.Stage, f.Script, failureWhat(f), f.OnError)
 		}
-	})
+		fmt.Fprintf(p.w, "pcs-lifecycle: exit %d for stage %s\n", out.ExitCode, out.Stage)
+	}
 }
 
 func failureWhat(f stage.Failure) string {
