@@ -1,0 +1,82 @@
+package systemdtest_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pcs-lifecycle/pcs-lifecycle/internal/nspawn"
+)
+
+// TestDaemonBootAndReboot: daemon mode, first boot then a reboot of the same instance. slurmd
+// starts only after nodeBootstrapped, nodeReady runs with slurmd up, the unit ends active
+// (exited) with status 0, the system is running (not degraded), and a later
+// `systemctl restart slurmd` does not start the boot sequence again. The reboot runs only the
+// EVERY_BOOT scripts, with PCS_IS_FIRST_BOOT=0.
+func TestDaemonBootAndReboot(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	n := newNode(t, daemonMode)
+	n.configure(
+		[]script{ok("first-only"), ok("every-boot").every()},
+		[]script{ok("ready-every").every()},
+	)
+
+	start := time.Now()
+	c := n.boot(ctx)
+	d := c.WaitUnit(ctx, daemonUnit, nspawn.Ended)
+	record(t, "first boot: boot to the daemon's end", time.Since(start))
+	require.Equal(t, "active/exited", d.ActiveState+"/"+d.SubState, "%v", d)
+	require.Equal(t, 0, d.ExecMainStatus, "%v", d)
+	require.Equal(t, "done: exit 0", d.StatusText)
+	require.Equal(t, "running", c.WaitSystem(ctx), "the boot is not clean:\n%s", c.Journal(ctx, "-p", "warning"))
+	s := c.MustShow(ctx, slurmdUnit)
+	require.Equal(t, "active/running", s.ActiveState+"/"+s.SubState, "%v", s)
+	require.Equal(t, []string{
+		"nodeBootstrapped/first-only first=1 slurmd=inactive",
+		"nodeBootstrapped/every-boot first=1 slurmd=inactive",
+		"nodeReady/ready-every first=1 slurmd=active",
+	}, n.runs())
+
+	// The journal of the unit: systemd's own lines and the daemon's.
+	j := c.Journal(ctx, "-u", daemonUnit)
+	t.Logf("journalctl -u %s:\n%s", daemonUnit, j)
+	assert.Contains(t, j, "Starting pcs-lifecycle.service")
+	assert.Contains(t, j, "Started pcs-lifecycle.service")
+	assert.NotContains(t, j, "Deactivated successfully", "the unit must stay active (exited)")
+	// slurmd started after READY=1 (ordering: the journal of both units, in order).
+	both := c.Journal(ctx, "-u", daemonUnit, "-u", slurmdUnit)
+	iReady := strings.Index(both, "Started pcs-lifecycle.service")
+	iSlurmd := strings.Index(both, "Started slurmd.service")
+	require.Greater(t, iSlurmd, iReady, "slurmd started before READY=1:\n%s", both)
+
+	// A later restart of slurmd does not run the daemon again (RemainAfterExit=yes).
+	_, err := c.Systemctl(ctx, "restart", slurmdUnit)
+	require.NoError(t, err)
+	after := c.MustShow(ctx, daemonUnit)
+	require.Equal(t, d.InvocationID, after.InvocationID, "restarting slurmd started the daemon again")
+	require.Equal(t, "active/exited", after.ActiveState+"/"+after.SubState)
+	require.Equal(t, "active/running", func() string { s := c.MustShow(ctx, slurmdUnit); return s.ActiveState + "/" + s.SubState }())
+	require.Len(t, n.runs(), 3, "a script ran again")
+	n.poweroff(ctx, c)
+
+	// The reboot: the same instance, a new boot.
+	start = time.Now()
+	c = n.boot(ctx)
+	d = c.WaitUnit(ctx, daemonUnit, nspawn.Ended)
+	record(t, "reboot: boot to the daemon's end", time.Since(start))
+	require.Equal(t, "active/exited", d.ActiveState+"/"+d.SubState, "%v", d)
+	require.Equal(t, 0, d.ExecMainStatus)
+	require.Equal(t, "running", c.WaitSystem(ctx))
+	require.Equal(t, []string{
+		"nodeBootstrapped/first-only first=1 slurmd=inactive",
+		"nodeBootstrapped/every-boot first=1 slurmd=inactive",
+		"nodeReady/ready-every first=1 slurmd=active",
+		"nodeBootstrapped/every-boot first=0 slurmd=inactive",
+		"nodeReady/ready-every first=0 slurmd=active",
+	}, n.runs())
+	n.poweroff(ctx, c)
+}
