@@ -55,6 +55,9 @@ func checkS3(rest string) string {
 	if i := strings.IndexFunc(rest, unicode.IsControl); i >= 0 {
 		return "must not contain control characters"
 	}
+	if strings.ContainsAny(rest, "\u2028\u2029") { // line breaks to the API's pattern, too
+		return "must not contain a line or paragraph separator (U+2028, U+2029)"
+	}
 	bucket, key, _ := strings.Cut(rest, "/")
 	if !validBucket(bucket) {
 		return "invalid bucket name " + quote(bucket) +
