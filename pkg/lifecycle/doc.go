@@ -39,7 +39,7 @@
 //   - scriptLocation: the scheme is case-sensitive ("S3://" and "HTTPS://" are refused with a hint),
 //     http:// and every other scheme are refused. s3://: bucket
 //     [a-z0-9][a-z0-9.-]{1,61}[a-z0-9], non-empty key; the key may contain spaces (S3 and the API
-//     allow them) but no control characters. https://: no whitespace or control characters
+//     allow them) but no control characters and no U+2028/U+2029 (the API's pattern refuses them). https://: no whitespace or control characters
 //     anywhere, no user information, port (if given) 1–65535, the path is optional (the API
 //     accepts "https://example.com"), and the URL must parse with net/url (a bad %-escape is
 //     refused). Default mode hosts: a DNS name (labels [A-Za-z0-9]([A-Za-z0-9_-]*[A-Za-z0-9])?,
