@@ -44,6 +44,9 @@ func (b *Boot) Daemon(ctx context.Context) error {
 	if err := b.Notify.Ready(); err != nil {
 		b.Log.Warn("sd_notify READY=1 failed", zap.Error(err))
 	}
+	if s, ok := b.Slurm.(interface{ SlurmdStartedAt(time.Time) }); ok {
+		s.SlurmdStartedAt(b.Clock.Now()) // slurmd, ordered after this unit, starts now: the registration checks count from here
+	}
 	b.step(ctx, Step{Kind: StepReady, At: b.Clock.Now()})
 	ready, err := b.nodeReady(ctx, lifecycle.StageNodeReady)
 	if err != nil {

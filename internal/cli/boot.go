@@ -40,7 +40,7 @@ func (f *bootFlags) register(cmd *cobra.Command, noConfigGrace time.Duration) {
 	fs.DurationVar(&f.stageTimeout, "stage-timeout", 0, "kill the stage's running script and skip the rest after this long (default 30m for nodeBootstrapped, none for nodeReady; under daemon it sets nodeBootstrapped's)")
 	fs.StringVar(&f.scontrol, "scontrol", slurm.DefaultScontrol, "scontrol to run (a path, or a name looked up in PATH)")
 	fs.DurationVar(&f.registrationTimeout, "registration-timeout", 30*time.Minute, "how long nodeReady waits for the node's Slurm registration (0: never wait)")
-	fs.DurationVar(&f.pollInterval, "registration-poll", slurm.DefaultPollInterval, "how often the registration is polled")
+	fs.DurationVar(&f.pollInterval, "registration-poll", slurm.DefaultPollInterval, "steady interval of the registration checks, after the fast ones right after slurmd starts (PCS_LIFECYCLE_REGISTRATION_POLL)")
 	fs.DurationVar(&f.noConfigGrace, "no-config-grace", noConfigGrace, "how long scontrol may find no configuration before Slurm counts as not configured (a configless slurmd fetching it)")
 	fs.BoolVar(&f.holdJobs, "hold-jobs-until-ready", false, "drain the node while nodeReady runs; resume it after (only our own drain)")
 	fs.BoolVar(&f.drainOnFailure, "drain-on-failure", false, "leave the node drained, reason naming the script, when a script failed")

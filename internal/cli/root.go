@@ -73,6 +73,7 @@ var envFlags = map[string]string{
 	"log-level":               "PCS_LIFECYCLE_LOG_LEVEL",
 	"lock-timeout":            "PCS_LIFECYCLE_LOCK_TIMEOUT",
 	"expected-bucket-owner":   "PCS_LIFECYCLE_EXPECTED_BUCKET_OWNER",
+	"registration-poll":       "PCS_LIFECYCLE_REGISTRATION_POLL",
 }
 
 // NewRoot builds the root command.

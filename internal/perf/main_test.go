@@ -199,12 +199,17 @@ func run(t testing.TB, env []string, argv ...string) proc {
 	p := proc{wall: time.Since(t0), out: out.String(), code: -1}
 	if cmd.ProcessState != nil {
 		p.code = cmd.ProcessState.ExitCode()
-		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-			p.maxRSS = ru.Maxrss
-			p.cpu = time.Duration(syscall.TimevalToNsec(ru.Utime) + syscall.TimevalToNsec(ru.Stime))
-		}
+		fillUsage(&p, cmd)
 	} else {
 		t.Fatalf("%v: %v", argv, err)
 	}
 	return p
+}
+
+// fillUsage copies the finished cmd's peak RSS and CPU time into p.
+func fillUsage(p *proc, cmd *exec.Cmd) {
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		p.maxRSS = ru.Maxrss
+		p.cpu = time.Duration(syscall.TimevalToNsec(ru.Utime) + syscall.TimevalToNsec(ru.Stime))
+	}
 }

@@ -58,6 +58,7 @@ type Client struct {
 	env         []string
 	callTimeout time.Duration
 	noConfig    time.Duration
+	slurmdStart time.Time // see SlurmdStartedAt
 }
 
 // DefaultEnv is a clean environment for scontrol: PATH=DefaultPATH, plus SLURM_CONF and
@@ -221,8 +222,9 @@ func (c *Client) NodeState(ctx context.Context, node string) (State, error) {
 	return ParseNode(out, node)
 }
 
-// WaitRegistered polls NodeState every interval (0 means DefaultPollInterval) until the node
-// is Registered, and returns nil then. timeout <= 0 means "do not wait": it returns nil at once
+// WaitRegistered checks NodeState on the registration schedule (ScheduleWait: fast at first,
+// as slurmd has just been allowed to start, then every interval; 0 means DefaultPollInterval)
+// until the node is Registered, and returns nil then. timeout <= 0 means "do not wait": it returns nil at once
 // without running scontrol (SPEC §8, --registration-timeout 0). It returns ErrNotConfigured at
 // once when scontrol or SLURM_CONF's file is missing, and ErrNoConfig once scontrol has found
 // no configuration for NoConfigGrace; a *TimeoutError (errors.Is ErrRegistrationTimeout) when
@@ -230,6 +232,17 @@ func (c *Client) NodeState(ctx context.Context, node string) (State, error) {
 // unreachable, node not yet known, scontrol failing) is transient and polled through. onPoll,
 // when not nil, is called after every poll with what it read.
 func (c *Client) WaitRegistered(ctx context.Context, node string, interval, timeout time.Duration, onPoll func(State, error)) error {
+	return c.waitRegistered(ctx, node, c.slurmdStart, interval, timeout, onPoll)
+}
+
+// SlurmdStartedAt tells the client when slurmd was allowed to start (the daemon's READY=1):
+// WaitRegistered then counts its schedule from that moment, and its first check comes
+// FastFirstWait after it rather than at once (slurmd cannot have registered yet). Without it,
+// slurmd started at some earlier moment (a nodeReady unit ordered after slurmd.service) and
+// the first check is at once.
+func (c *Client) SlurmdStartedAt(t time.Time) { c.slurmdStart = t }
+
+func (c *Client) waitRegistered(ctx context.Context, node string, slurmdStart time.Time, interval, timeout time.Duration, onPoll func(State, error)) error {
 	if timeout <= 0 {
 		return nil
 	}
@@ -242,10 +255,21 @@ func (c *Client) WaitRegistered(ctx context.Context, node string, interval, time
 	deadline := time.Now().Add(timeout)
 	var (
 		polls        int
+		skip         int // waits of the schedule that passed before the first check
 		last         State
 		lastErr      error
 		noConfigFrom time.Time
 	)
+	if !slurmdStart.IsZero() {
+		skip = 1
+		if wait := min(time.Until(slurmdStart.Add(FastFirstWait)), time.Until(deadline)); wait > 0 {
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("wait for node %s to register: %w", node, ctx.Err())
+			case <-time.After(wait):
+			}
+		}
+	}
 	for {
 		callCtx, cancel := context.WithDeadline(ctx, deadline)
 		st, err := c.NodeState(callCtx, node)
@@ -282,7 +306,7 @@ func (c *Client) WaitRegistered(ctx context.Context, node string, interval, time
 			noConfigFrom = time.Time{}
 		}
 		last, lastErr = st, err
-		wait := min(interval, time.Until(deadline))
+		wait := min(ScheduleWait(interval, polls+skip), time.Until(deadline))
 		if wait <= 0 {
 			return &TimeoutError{Node: node, Timeout: timeout, Polls: polls, Last: last, LastErr: lastErr}
 		}

@@ -188,3 +188,29 @@ func TestDefaults(t *testing.T) {
 	t.Setenv("HOME", "/somewhere")
 	assert.Equal(t, []string{"PATH=" + DefaultPATH, "SLURM_CONF=/etc/slurm/test.conf"}, DefaultEnv())
 }
+
+func TestScheduleWait(t *testing.T) {
+	ms := time.Millisecond
+	for _, tc := range []struct {
+		steady time.Duration
+		want   []time.Duration
+	}{
+		{2 * time.Second, []time.Duration{100 * ms, 150 * ms, 225 * ms, 337500 * time.Microsecond, 506250 * time.Microsecond,
+			759375 * time.Microsecond, 1139062500, 1708593750, 2 * time.Second, 2 * time.Second, 2 * time.Second}},
+		{0, []time.Duration{100 * ms, 150 * ms}},
+		{5 * time.Second, []time.Duration{100 * ms, 150 * ms, 225 * ms}},
+		{120 * ms, []time.Duration{100 * ms, 120 * ms, 120 * ms}},
+		{50 * ms, []time.Duration{50 * ms, 50 * ms}},
+	} {
+		for i, want := range tc.want {
+			assert.Equal(t, want, ScheduleWait(tc.steady, i+1), "steady %s, wait %d", tc.steady, i+1)
+		}
+	}
+	// Over a 30 s wait: 21 checks, 5 more than polling every 2 s from the start (16).
+	checks, at := 1, time.Duration(0)
+	for at+ScheduleWait(2*time.Second, checks) <= 30*time.Second {
+		at += ScheduleWait(2*time.Second, checks)
+		checks++
+	}
+	assert.Equal(t, 16+5, checks)
+}

@@ -429,6 +429,28 @@ var nodeStateRE = regexp.MustCompile(`\bState=(\S+)`)
 // It is killed when the test ends, or by StopSlurmd.
 func (s *Slurm) StartSlurmd(t testing.TB, node string) {
 	t.Helper()
+	p := s.StartSlurmdNoWait(t, node)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		out, _ := s.command(s.bins.scontrol, "-o", "show", "node", node).CombinedOutput()
+		if m := nodeStateRE.FindSubmatch(out); m != nil && slurmResponding(string(m[1])) {
+			return
+		}
+		if p.exited() {
+			t.Fatalf("testenv: slurmd of %s exited at start (%v); its output:\n%s", node, p.err, tailFile(p.log, 4000))
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("testenv: node %s not registered within 30s of starting slurmd (%s); slurmd output:\n%s",
+				node, strings.TrimSpace(string(out)), tailFile(p.log, 4000))
+		}
+		time.Sleep(slurmPoll)
+	}
+}
+
+// StartSlurmdNoWait starts the slurmd of node and returns at once, as systemd starts slurmd
+// when the unit it is ordered after is ready; the node registers when slurmd gets to it.
+func (s *Slurm) StartSlurmdNoWait(t testing.TB, node string) *slurmProc {
+	t.Helper()
 	if _, ok := s.nodePorts[node]; !ok {
 		t.Fatalf("testenv: node %q is not declared in SlurmOptions.Nodes", node)
 	}
@@ -449,21 +471,7 @@ func (s *Slurm) StartSlurmd(t testing.TB, node string) {
 	s.mu.Lock()
 	s.slurmds[node] = p
 	s.mu.Unlock()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		out, _ := s.command(s.bins.scontrol, "-o", "show", "node", node).CombinedOutput()
-		if m := nodeStateRE.FindSubmatch(out); m != nil && slurmResponding(string(m[1])) {
-			return
-		}
-		if p.exited() {
-			t.Fatalf("testenv: slurmd of %s exited at start (%v); its output:\n%s", node, p.err, tailFile(p.log, 4000))
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("testenv: node %s not registered within 30s of starting slurmd (%s); slurmd output:\n%s",
-				node, strings.TrimSpace(string(out)), tailFile(p.log, 4000))
-		}
-		time.Sleep(slurmPoll)
-	}
+	return p
 }
 
 func slurmResponding(state string) bool {
