@@ -3,7 +3,7 @@
 #
 #   Debian packages   slurmd slurmctld slurm-client munge (the Slurm tests), systemd
 #                     (systemd-analyze), rpm (the .rpm checks), man-db (man pcs-lifecycle),
-#                     bash-completion (the completion check),
+#                     bash-completion (the completion check), gcc (go test -race needs cgo),
 #                     systemd-container without its recommends (systemd-nspawn, the boot tests)
 #   Go tools          versitygw, amazon-ec2-metadata-mock, nfpm: pinned, built with
 #                     `go install` into .tools/ (git-ignored)
@@ -35,6 +35,7 @@ APT=(
   "rpm rpm"
   "man man-db"
   "/usr/share/bash-completion/bash_completion bash-completion"
+  "gcc gcc"
 )
 # Installed without their recommends (systemd-container would pull in a whole container stack).
 APT_NO_RECOMMENDS=(
@@ -76,7 +77,7 @@ if [ -n "$apt_cmd" ]; then
     command -v apt-get >/dev/null || why="no apt-get on this machine"
     echo "test-deps: missing Debian packages: ${pkgs}${pkgs_nr}($why)" >&2
     echo "  run as root on Debian or Ubuntu: apt-get update && $apt_cmd" >&2
-    echo "  (elsewhere install the equivalent packages: Slurm's slurmd, slurmctld and client, munge, systemd, rpm, man, bash-completion, systemd-nspawn)" >&2
+    echo "  (elsewhere install the equivalent packages: Slurm's slurmd, slurmctld and client, munge, systemd, rpm, man, bash-completion, gcc, systemd-nspawn)" >&2
     exit 1
   else
     echo "test-deps: installing ${pkgs}${pkgs_nr}" >&2
