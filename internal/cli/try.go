@@ -84,6 +84,9 @@ executor itself failed.`,
 			if dir == "" {
 				return exitf(exitcode.Usage, "--scripts-from DIR is required: the folder the scripts are taken from")
 			}
+			if cmd.Flags().Changed("root") {
+				return exitf(exitcode.Usage, "--root: try makes a sandbox of its own each time; --keep keeps it (and says where)")
+			}
 			if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 				return exitf(exitcode.Usage, "--scripts-from %s: not a folder", dir)
 			}

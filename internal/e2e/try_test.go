@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -51,6 +52,20 @@ func TestTry(t *testing.T) {
 	require.Contains(t, second, "ready stage=nodeReady first=0")
 	require.Regexp(t, `(?m)^\s*setup-once\b.*\bskipped\b`, second)
 
+	t.Run("the sandbox is removed unless kept", func(t *testing.T) {
+		re := regexp.MustCompile(`sandbox node (\S+) `)
+		m := re.FindStringSubmatch(r.stderr)
+		require.Len(t, m, 2, "%s", r.stderr)
+		require.NoDirExists(t, filepath.Dir(m[1]))
+
+		k := n.with(t).runArgv([]string{"try", cfg, "--scripts-from", dir, "--keep"})
+		require.Equal(t, 0, k.code, "%s", k)
+		m = re.FindStringSubmatch(k.stderr)
+		require.Len(t, m, 2, "%s", k.stderr)
+		t.Cleanup(func() { os.RemoveAll(filepath.Dir(m[1])) })
+		require.Contains(t, k.stderr, "the sandbox is kept at "+filepath.Dir(m[1]))
+		require.FileExists(t, filepath.Join(m[1], "var/log/amazon/pcs/lifecycle/actions/nodeReady/ready-every.log"))
+	})
 	t.Run("the checksum is still checked", func(t *testing.T) {
 		bad := stages([]scriptDef{script("setup", "s3://hpc-admin/lifecycle/setup.sh").checksum(strings.Repeat("0", 64))}, nil)
 		r := n.with(t).runArgv([]string{"try", n.writeConfig(bad), "--scripts-from", dir})
@@ -77,6 +92,7 @@ func TestTry(t *testing.T) {
 			{"try", cfg, "--scripts-from", filepath.Join(dir, "nope")},
 			{"try", cfg, "--scripts-from", dir, "--boots", "0"},
 			{"try", cfg, "--scripts-from", dir, "--stage", "nodeStarted"},
+			{"try", cfg, "--scripts-from", dir, "--root", n.root},
 		} {
 			r := n.with(t).runArgv(argv)
 			require.Equal(t, 2, r.code, "%v: %s", argv, r)
