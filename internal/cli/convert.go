@@ -27,7 +27,14 @@ func newConvertCmd() *cobra.Command {
 		Long: `Write the node lifecycle actions document (the JSON aws pcs create-compute-node-group
 --node-lifecycle-actions takes, and --config reads) from the configuration you already have.
 The document passes validate --api-strict; what does not convert is a warning on stderr.` + convertExitCodes,
-		Args: cobra.NoArgs,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			what := "convert needs what to convert from"
+			if len(args) > 0 {
+				what = fmt.Sprintf("convert %q: unknown source", args[0])
+			}
+			return exitf(exitcode.Usage, "%s: cloudformation TEMPLATE or parallelcluster CLUSTER.yaml (pcs-lifecycle convert --help)", what)
+		},
 	}
 	cmd.AddCommand(newConvertCloudFormationCmd(), newConvertParallelClusterCmd())
 	return cmd

@@ -48,6 +48,10 @@ func TestConvert(t *testing.T) {
 	require.Equal(t, 0, r.code, "%s", r)
 	require.Contains(t, r.stdout, "valid (4 scripts, CACHE_ONCE")
 
+	r = n.runArgv([]string{"convert", "terraform", "main.tf"})
+	require.Equal(t, 2, r.code, "%s", r)
+	require.Contains(t, r.stderr, `convert "terraform": unknown source`)
+
 	r = n.runArgv([]string{"convert", "cloudformation", filepath.Join(testdata, "cdk-two-groups.json")})
 	require.Equal(t, 2, r.code)
 	require.True(t, strings.Contains(r.stderr, "choose one with --resource"), "%s", r)
