@@ -90,7 +90,7 @@ func NewRoot() *cobra.Command {
 	}
 	pf := root.PersistentFlags()
 	pf.StringVar(&o.Root, "root", "/", "prefix of every path (a sandbox node)")
-	pf.StringVar(&o.Config, "config", "", "configuration document: a file, s3:// or https:// (default: the cached copy)")
+	pf.StringVar(&o.Config, "config", "", "configuration document: a file, s3://, https://, or - for stdin (default: the cached copy)")
 	pf.StringVar(&o.LogLevel, "log-level", "info", "executor.log level: debug, info, warn, error")
 	pf.DurationVar(&o.LockTimeout, "lock-timeout", 30*time.Second, "how long to wait for another executor's lock")
 	pf.IntVar(&o.DownloadAttempts, "download-attempts", 3, "tries per download")
