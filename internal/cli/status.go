@@ -12,11 +12,18 @@ import (
 
 func newStatusCmd(o *Options) *cobra.Command {
 	var asJSON, wide bool
+	var views statusViews
 	cmd := &cobra.Command{
 		Use:   "status [--json]",
 		Short: "Per stage and script: policy, last result, exit code, start, duration, runs",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if other, err := views.wanted(&asJSON); err != nil || other {
+				if err != nil {
+					return err
+				}
+				return views.run(cmd, o, asJSON)
+			}
 			v, err := openView(o, false)
 			if err != nil {
 				return err
@@ -44,5 +51,6 @@ func newStatusCmd(o *Options) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the status document as JSON (pkg/status)")
 	cmd.Flags().BoolVar(&wide, "wide", false, "one line per script, reasons at its end (default: fit 100 columns)")
+	views.register(cmd)
 	return cmd
 }

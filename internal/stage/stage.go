@@ -217,6 +217,7 @@ func (r *Runner) download(ctx context.Context, jobs []job) error {
 	results := make([]result, len(jobs))
 	var wg sync.WaitGroup
 	start := time.Now()
+	startAt := r.now()
 	for i, j := range jobs {
 		wg.Add(1)
 		go func() {
@@ -230,9 +231,11 @@ func (r *Runner) download(ctx context.Context, jobs []job) error {
 	}
 	wg.Wait()
 	at := r.now()
+	failed := 0
 	for i, j := range jobs {
 		res := results[i]
 		if res.err != nil {
+			failed++
 			r.Log.Warn("download failed; one more attempt at the script's turn",
 				zap.String("stage", j.stage), zap.String("script", j.s.Name),
 				zap.String("location", j.s.ScriptSource.ScriptLocation), zap.Int64("duration_ms", res.dur.Milliseconds()),
@@ -244,6 +247,10 @@ func (r *Runner) download(ctx context.Context, jobs []job) error {
 		r.Log.Info("Downloaded script", zap.String("stage", j.stage), zap.String("script", j.s.Name),
 			zap.String("location", j.s.ScriptSource.ScriptLocation), zap.Int64("bytes", res.size),
 			zap.String("sha256", res.digest), zap.Int64("duration_ms", res.dur.Milliseconds()))
+	}
+	if len(jobs) > 0 {
+		r.boot().AddMark(state.Mark{Kind: state.MarkDownloads, At: startAt, DurationMS: time.Since(start).Milliseconds(),
+			Detail: fmt.Sprintf("%d scripts, %d failed", len(jobs), failed)})
 	}
 	if ctx.Err() != nil {
 		r.Log.Warn("downloads interrupted", zap.Int("scripts", len(jobs)), zap.Int64("duration_ms", time.Since(start).Milliseconds()))

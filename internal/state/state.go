@@ -88,6 +88,10 @@ type Boot struct {
 	StartedAt  time.Time            `json:"started_at"`
 	Prefetched bool                 `json:"prefetched"`
 	Stages     map[string]*StageRun `json:"stages"`
+	// Marks are the boot's timed steps besides stages and scripts (marks.go).
+	Marks []Mark `json:"marks,omitempty"`
+	// Evidence is the last evidence bundle upload of this boot.
+	Evidence *Evidence `json:"evidence,omitempty"`
 }
 
 // StageRun is one stage's run in a boot.
@@ -117,9 +121,10 @@ type ScriptRun struct {
 
 // ScriptHistory is a script's history on this instance, across boots.
 type ScriptHistory struct {
-	Runs       int        `json:"runs"`    // executions started
-	Ended      bool       `json:"ended"`   // an execution ended (success or failure) on this instance
-	Pending    bool       `json:"pending"` // the last execution started and never ended
+	Runs       int        `json:"runs"`               // executions started
+	Failures   int        `json:"failures,omitempty"` // runs that failed, and download failures
+	Ended      bool       `json:"ended"`              // an execution ended (success or failure) on this instance
+	Pending    bool       `json:"pending"`            // the last execution started and never ended
 	Last       *ScriptRun `json:"last,omitempty"`
 	LastBootID string     `json:"last_boot_id,omitempty"`
 	// Cache: the digest recorded at download and the boot it was downloaded in.
@@ -275,10 +280,14 @@ func (s *State) Apply(e *Event) {
 		h.Pending = false
 		h.Ended = true
 		h.Last, h.LastBootID = &run, e.BootID
+		if run.Status == ScriptFailed {
+			h.Failures++
+		}
 	case run.Status == ScriptInterrupted:
 		h.Last, h.LastBootID = &run, e.BootID
 	case run.Status == ScriptDownloadFailed:
 		h.Last, h.LastBootID = &run, e.BootID
+		h.Failures++
 	}
 }
 
