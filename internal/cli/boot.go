@@ -31,6 +31,8 @@ type bootFlags struct {
 	drainOnFailure      bool
 	onTerminate         string
 	console             string
+
+	after afterFlags // metrics textfile and evidence bundles
 }
 
 func (f *bootFlags) register(cmd *cobra.Command, noConfigGrace time.Duration) {
@@ -46,9 +48,13 @@ func (f *bootFlags) register(cmd *cobra.Command, noConfigGrace time.Duration) {
 	fs.BoolVar(&f.drainOnFailure, "drain-on-failure", false, "leave the node drained, reason naming the script, when a script failed")
 	fs.StringVar(&f.onTerminate, "on-terminate", "exit", "after a TERMINATE: exit (code 4), poweroff, or command:<shell command>")
 	fs.StringVar(&f.console, "console", "", "where the TERMINATE summary is written besides the journal (default /dev/console under --root)")
+	f.after.register(cmd)
 }
 
-func (f *bootFlags) check() error {
+func (f *bootFlags) check(o *Options) error {
+	if err := f.after.check(o); err != nil {
+		return err
+	}
 	if err := boot.CheckOnTerminate(f.onTerminate); err != nil {
 		return exitcode.Wrap(exitcode.Usage, err)
 	}
@@ -93,7 +99,7 @@ func (f *bootFlags) runner(cmd *cobra.Command, s *boot.Session, stageName string
 // runBoot opens the session, settles the configuration and runs fn on the boot sequence.
 func runBoot(cmd *cobra.Command, o *Options, f *bootFlags, holder, stageName string, c boot.Config, n notify.Notifier,
 	fn func(context.Context, *boot.Boot) error) (err error) {
-	if err := f.check(); err != nil {
+	if err := f.check(o); err != nil {
 		return err
 	}
 	ctx := cmd.Context()
@@ -106,7 +112,7 @@ func runBoot(cmd *cobra.Command, o *Options, f *bootFlags, holder, stageName str
 		return err
 	}
 	b := s.Boot(c, f.runner(cmd, s, stageName), f.slurm(), n, cmd.ErrOrStderr())
-	b.Observers = append(b.Observers, outcomePrinter{w: cmd.ErrOrStderr()})
+	b.Observers = append(b.Observers, outcomePrinter{w: cmd.ErrOrStderr()}, f.after.observer(s))
 	return fn(ctx, b)
 }
 

@@ -74,6 +74,13 @@ var envFlags = map[string]string{
 	"lock-timeout":            "PCS_LIFECYCLE_LOCK_TIMEOUT",
 	"expected-bucket-owner":   "PCS_LIFECYCLE_EXPECTED_BUCKET_OWNER",
 	"registration-poll":       "PCS_LIFECYCLE_REGISTRATION_POLL",
+	"metrics-textfile":        "PCS_LIFECYCLE_METRICS_TEXTFILE",
+	"evidence-uri":            "PCS_LIFECYCLE_EVIDENCE_URI",
+	"evidence-on":             "PCS_LIFECYCLE_EVIDENCE_ON",
+	"evidence-timeout":        "PCS_LIFECYCLE_EVIDENCE_TIMEOUT",
+	"evidence-redact":         "PCS_LIFECYCLE_EVIDENCE_REDACT",
+	"evidence-sse":            "PCS_LIFECYCLE_EVIDENCE_SSE",
+	"evidence-sse-kms-key-id": "PCS_LIFECYCLE_EVIDENCE_SSE_KMS_KEY_ID",
 }
 
 // NewRoot builds the root command.

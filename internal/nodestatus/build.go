@@ -52,6 +52,10 @@ func Build(in Input) *status.Document {
 		d.Node.FirstBootID, d.Node.FirstBoot, d.Node.Boots = st.FirstBootID, st.FirstBootID == in.BootID, len(st.Boots)
 		d.Node.ConfigCached = st.ConfigSHA != ""
 		boot = st.Boot(in.BootID)
+		if boot != nil && boot.Evidence != nil {
+			e := boot.Evidence
+			d.Evidence = &status.Evidence{At: e.At, Stage: e.Stage, OK: e.OK, URI: e.URI, Error: e.Error, DurationMS: e.DurationMS}
+		}
 		if t := st.Terminated; t != nil {
 			d.Terminated = &status.Termination{Stage: t.Stage, Script: t.Script, ExitCode: t.ExitCode, BootID: t.BootID, At: t.At,
 				Signal: t.Signal, Message: stage.TerminatedText(t)}

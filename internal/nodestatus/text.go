@@ -84,6 +84,15 @@ func WriteStatus(w io.Writer, d *status.Document, o TextOptions) error {
 			b.WriteString(l + "\n")
 		}
 	}
+	if e := d.Evidence; e != nil {
+		line := "evidence: uploaded after " + e.Stage + " to " + e.URI
+		if !e.OK {
+			line = "evidence: upload after " + e.Stage + " FAILED: " + e.Error
+		}
+		for _, l := range wrapIndent(line, width) {
+			b.WriteString(l + "\n")
+		}
+	}
 	t := &Table{Width: o.Width, Wide: o.Wide, Indent: "  "}
 	if len(d.Stages) > 0 {
 		why := ""

@@ -69,7 +69,19 @@ type Document struct {
 	Running    bool         `json:"running"`          // an executor holds the lock now
 	Holder     string       `json:"holder,omitempty"` // which one
 	Terminated *Termination `json:"terminated,omitempty"`
-	Stages     []Stage      `json:"stages"`
+	// Evidence is the last evidence bundle upload of this boot (--evidence-uri), if any.
+	Evidence *Evidence `json:"evidence,omitempty"`
+	Stages   []Stage   `json:"stages"`
+}
+
+// Evidence is an evidence bundle upload: where it went, or why it failed.
+type Evidence struct {
+	At         time.Time `json:"at"`
+	Stage      string    `json:"stage"`
+	OK         bool      `json:"ok"`
+	URI        string    `json:"uri,omitempty"`
+	Error      string    `json:"error,omitempty"`
+	DurationMS int64     `json:"duration_ms"`
 }
 
 // Node identifies the node and boot.
