@@ -334,3 +334,116 @@ func TestTimeline(t *testing.T) {
 	n.requireRun(2, "status", "--sort", "duration")
 	n.requireRun(2, "status", "--timeline", "--format", "prometheus")
 }
+
+// TestReportFleet: report over the bundles of several nodes prints the expected counts, reads
+// the summaries only, narrows by cluster, node group, instance and time, and skips hostile
+// objects by name without failing.
+func TestReportFleet(t *testing.T) {
+	t.Parallel()
+	b := newBucket(t)
+	mount := b.put(t, "mount.sh", sh(`echo "mounting"; echo "mount: /fsx: no such device" >&2; exit 32`))
+	mountOther := b.put(t, "mount2.sh", sh(`echo "mount: timeout"; exit 28`))
+	okLoc := b.put(t, "ok.sh", sh(`true`))
+	soft := b.put(t, "soft.sh", sh(`echo "warning only"; exit 1`))
+	uri := "s3://" + b.name + "/fleet/"
+	var instances []string
+	// Three nodes fail "mount fs" under TERMINATE (exit 32, 32, 28); two of them also fail
+	// "tune" under CONTINUE; one node is healthy.
+	for i, loc := range []string{mount, mount, mountOther, ""} {
+		n := newNode(t)
+		instances = append(instances, n.instance)
+		defs := []scriptDef{script("setup", okLoc)}
+		if i < 2 {
+			defs = append(defs, script("tune", soft).onErr("CONTINUE"))
+		}
+		code := 0
+		if loc != "" {
+			defs = append(defs, script("mount fs", loc))
+			code = 4
+		} else {
+			code = 0
+		}
+		n.requireRun(code, "run", "--stage", bootstrapped, "--config", n.writeConfig(stages(defs, nil)),
+			"--evidence-uri", uri, "--evidence-on", "always")
+	}
+	// Hostile and foreign objects under the prefix.
+	base := "fleet/" + clusterID + "/" + cngID + "/"
+	b.put(t, base+"i-hostile/big.json", bytes.Repeat([]byte(" "), evidence.MaxSummarySize+1))
+	b.put(t, base+"i-hostile/garbage.json", []byte("{not json"))
+	b.put(t, base+"i-hostile/empty.json", []byte(`{"schema_version":1}`))
+	b.put(t, "fleet/stray.json", []byte(`{}`))
+	b.put(t, base+"i-hostile/notes.txt", []byte("ignored: not a summary"))
+	// Another cluster's node, as a summary written by hand (the filters must leave it out).
+	other := evidence.Summary{SchemaVersion: 1, ClusterID: "pcs_other", ComputeNodeGroupID: "pcs_ng2", InstanceID: "i-other", BootID: "b1",
+		UploadedAt: time.Now().UTC(), Trigger: "terminate", Stage: bootstrapped, ExitCode: 4,
+		Scripts: []evidence.ScriptSum{{Stage: bootstrapped, Name: "mount fs", State: "failed", ExitCode: intp(99), LastLogLine: "\x1b[31mred\x1b[0m"}}}
+	raw, err := json.Marshal(other)
+	require.NoError(t, err)
+	b.put(t, "fleet/pcs_other/pcs_ng2/i-other/b1.json", raw)
+
+	n := newNode(t)
+	r := n.requireRun(0, "report", uri, "--json")
+	var rep evidence.Report
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep), r.stdout)
+	require.Equal(t, 5, rep.Summaries)
+	require.Equal(t, 5, rep.Instances)
+	var skipped []string
+	for _, s := range rep.Skipped {
+		skipped = append(skipped, s.Key)
+	}
+	require.ElementsMatch(t, []string{base + "i-hostile/big.json", base + "i-hostile/garbage.json", base + "i-hostile/empty.json", "fleet/stray.json"}, skipped)
+	row := func(rep evidence.Report, script string) evidence.Row {
+		for _, r := range rep.Scripts {
+			if r.Stage == bootstrapped && r.Script == script {
+				return r
+			}
+		}
+		require.FailNow(t, "no row", script)
+		return evidence.Row{}
+	}
+	m := row(rep, "mount fs")
+	require.Equal(t, 4, m.Failures)
+	require.Equal(t, 4, m.Nodes)
+	require.Equal(t, 32, *m.CommonExitCode)
+	require.Equal(t, 2, m.CommonExitCount)
+	require.NotNil(t, m.FirstSeen)
+	require.False(t, m.LastSeen.Before(*m.FirstSeen))
+	tune := row(rep, "tune")
+	require.Equal(t, 2, tune.Failures)
+	require.Equal(t, 2, tune.Boots)
+	require.Equal(t, "warning only", tune.LastLogLine)
+	setup := row(rep, "setup")
+	require.Zero(t, setup.Failures)
+	require.Equal(t, 4, setup.Boots)
+
+	// Narrowed to our cluster and node group: the hand-written node is out.
+	r = n.requireRun(0, "report", uri, "--cluster", clusterID, "--node-group", cngID, "--json")
+	rep = evidence.Report{}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep))
+	require.Equal(t, 4, rep.Summaries)
+	m = row(rep, "mount fs")
+	require.Equal(t, 3, m.Failures)
+	require.Equal(t, "mount: timeout", m.LastLogLine, "the latest failure's last line")
+	require.Equal(t, instances[2], m.LastInstance)
+
+	r = n.requireRun(0, "report", uri, "--instance", instances[0], "--json")
+	rep = evidence.Report{}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep))
+	require.Equal(t, 1, rep.Summaries)
+	require.Equal(t, "mount: /fsx: no such device", row(rep, "mount fs").LastLogLine)
+
+	r = n.requireRun(0, "report", uri, "--since", time.Now().Add(time.Hour).UTC().Format(time.RFC3339), "--json")
+	rep = evidence.Report{}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep))
+	require.Zero(t, rep.Summaries)
+
+	// The text: counts per script, the skipped keys named, no terminal escapes passed through.
+	txt := n.requireRun(0, "report", uri).stdout
+	require.Contains(t, txt, "5 summaries of 5 instances; 4 skipped")
+	require.Regexp(t, `nodeBootstrapped\s+mount fs\s+4/4\s+4\s+\S+\s+\S+\s+32 \(2 of 4\)\s+`, txt)
+	require.Contains(t, txt, base+"i-hostile/big.json: ")
+	require.NotContains(t, txt, "\x1b")
+
+	n.requireRun(2, "report", "https://example.com/x")
+	n.requireRun(2, "report", uri, "--since", "yesterday")
+}
