@@ -333,6 +333,22 @@ func TestTimeline(t *testing.T) {
 
 	n.requireRun(2, "status", "--sort", "duration")
 	n.requireRun(2, "status", "--timeline", "--format", "prometheus")
+
+	// Under daemon: READY=1 and the registration wait are steps of the timeline too.
+	d := newNode(t)
+	dcfg := d.writeConfig(stages([]scriptDef{script("quick", quick)}, []scriptDef{script("join", quick)}))
+	d.requireRun(0, "daemon", "--config", dcfg, "--scontrol", filepath.Join(t.TempDir(), "no-scontrol"), "--no-config-grace", "0")
+	r = d.requireRun(0, "status", "--timeline", "--json")
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &tl), r.stdout)
+	kinds = nil
+	for _, e := range tl.Entries {
+		kinds = append(kinds, e.Kind)
+		if e.Kind == "registration_wait" {
+			require.Equal(t, "Slurm not configured", e.Result)
+		}
+	}
+	require.Subset(t, kinds, []string{"executor", "downloads", "stage", "script", "ready", "registration_wait"})
+	require.Less(t, strings.Index(strings.Join(kinds, " "), "ready"), strings.Index(strings.Join(kinds, " "), "registration_wait"))
 }
 
 // TestReportFleet: report over the bundles of several nodes prints the expected counts, reads
