@@ -95,3 +95,42 @@ printf '%-58s %12s\n' "pcs-lifecycle status --json" "$statusj"
 printf '%-58s %12s\n' "pcs-lifecycle version (process start)" "$version"
 printf '%-58s %12s\n' "fetch $N scripts from S3 on a new instance" "$dlN"
 printf '%-58s %12s\n' "fetch 1 script from S3 on a new instance" "$dl1"
+
+# --- issue 11: `report` over 10,000 evidence summaries (REPORT_N) on this versitygw ---------------
+# The summaries are written straight into the posix backend's folder (a bucket is a folder), as
+# 10,000 nodes' bundles would leave them: 4 clusters x 5 node groups, 10 scripts each, some
+# failures. Then one `report` over the whole prefix, timed, and its counts checked.
+REPORT_N=${REPORT_N:-10000}
+python3 - "$work/s3/fleet/pcs" "$REPORT_N" <<'PY'
+import json, os, sys, random
+root, n = sys.argv[1], int(sys.argv[2])
+rnd = random.Random(11)
+for i in range(n):
+    c, g, inst, boot = f"pcs_c{i % 4}", f"pcs_g{i % 5}", f"i-{i:017x}", f"{rnd.getrandbits(128):032x}"
+    scripts = []
+    for k in range(10):
+        failed = k == 3 and i % 7 == 0
+        scripts.append({"stage": "nodeBootstrapped" if k < 6 else "nodeReady", "name": f"script-{k}",
+                        "state": "failed" if failed else "succeeded", "on_error": "TERMINATE" if failed else "CONTINUE",
+                        "execution_policy": "EVERY_BOOT", "exit_code": 32 if failed else 0,
+                        "started_at": f"2026-11-{1 + i % 28:02d}T10:00:00Z", "duration_ms": 1200, "runs": 1,
+                        "failures": 1 if failed else 0, "last_log_line": "mount: /fsx: no such device" if failed else "ok"})
+    s = {"schema_version": 1, "cluster_id": c, "compute_node_group_id": g, "instance_id": inst, "boot_id": boot,
+         "first_boot": True, "uploaded_at": f"2026-11-{1 + i % 28:02d}T10:00:05Z", "trigger": "always",
+         "stage": "nodeReady", "exit_code": 4 if i % 7 == 0 else 0, "instance_failed": i % 7 == 0, "version": "bench",
+         "bundle_key": f"pcs/{c}/{g}/{inst}/{boot}.tar.gz", "stages": [], "scripts": scripts}
+    d = os.path.join(root, c, g, inst)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, boot + ".json"), "w") as f:
+        f.write(json.dumps(s, separators=(",", ":")) + "\n")
+PY
+t0=$(date +%s.%N)
+"$BIN" report s3://fleet/pcs/ --json >"$work/report.json"
+t1=$(date +%s.%N)
+python3 - "$work/report.json" "$REPORT_N" "$t0" "$t1" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1])); n = int(sys.argv[2]); secs = float(sys.argv[4]) - float(sys.argv[3])
+fails = sum(x["failures"] for x in r["scripts"])
+ok = r["summaries"] == n and fails == len(range(0, n, 7)) and not r["skipped"]
+print(f"{'report over ' + str(n) + ' summaries (one run, seconds)':58s} {secs:12.2f}" + ("" if ok else "  COUNTS WRONG"))
+PY
