@@ -120,6 +120,10 @@ func TestLintWarnings(t *testing.T) {
 		{"a nodeReady module set-up, by its arguments", withScripts(`{"name":"software",` + src("https://repo.example.com/setup.sh?v=2") + `,"arguments":["--lmod"]}`),
 			[]string{p0 + ": looks like it prepares what jobs need (an environment module), but Slurm may start jobs on the node while nodeReady runs: move it to nodeBootstrapped, " +
 				"or keep jobs off until nodeReady ends with --hold-jobs-until-ready or the Slurm prolog (scripts/slurm-prolog.sh; docs/systemd-and-slurm.md)"}},
+		{"stages in either order", `{"stages":{"nodeReady":[{"name":"mount-fsx",` + src("s3://bucket/a") + `}],"nodeBootstrapped":[{"name":"b",` + src("s3://bucket/a") + `}]}}`,
+			[]string{p0 + ": looks like it prepares what jobs need (a mount), but Slurm may start jobs on the node while nodeReady runs: move it to nodeBootstrapped, " +
+				"or keep jobs off until nodeReady ends with --hold-jobs-until-ready or the Slurm prolog (scripts/slurm-prolog.sh; docs/systemd-and-slurm.md)",
+				"stages.nodeBootstrapped[0].scriptSource.scriptLocation: same scriptLocation as stages.nodeReady[0]: the same object is downloaded and run twice, with the same arguments"}},
 		{"a nodeBootstrapped mount is where it belongs", `{"stages":{"nodeBootstrapped":[{"name":"mount-efs",` + src("s3://bucket/mount.sh") + `}]}}`, nil},
 		{"words, not substrings", withScripts(`{"name":"unmount-scratch-amount",` + src("s3://bucket/paramount.sh") + `}`), nil},
 	}

@@ -9,12 +9,15 @@ import (
 // lint adds the warnings about a valid document as a whole: things the API accepts that
 // rarely mean what their author wanted. d is the document the walk built from w.scripts.
 func (w *walker) lint(d *Document) {
+	// The scripts in the order the walk met them (the document's order, whichever stage
+	// comes first in the file).
 	var all []Script
-	for _, st := range Stages {
-		all = append(all, d.Scripts(st)...)
-	}
-	if len(all) != len(w.scripts) { // the walk and the document disagree: nothing to say safely
-		return
+	for _, v := range w.scripts {
+		list := d.Scripts(v.stage)
+		if v.index >= len(list) { // the walk and the document disagree: nothing to say safely
+			return
+		}
+		all = append(all, list[v.index])
 	}
 
 	if d.ScriptCachingPolicy == RefreshOnReboot && !slices.ContainsFunc(all, func(s Script) bool {

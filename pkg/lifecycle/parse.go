@@ -140,6 +140,7 @@ type walker struct {
 // visited is a script object as the walk met it.
 type visited struct {
 	path, stage string
+	index       int
 	off, locOff int64
 }
 
@@ -388,7 +389,7 @@ func (w *walker) stage(path, name string, v *value) []Script {
 	scripts := make([]Script, 0, len(v.elems))
 	for i, el := range v.elems {
 		p := index(path, i)
-		w.scripts = append(w.scripts, visited{path: p, stage: name, off: el.off, locOff: el.off})
+		w.scripts = append(w.scripts, visited{path: p, stage: name, index: i, off: el.off, locOff: el.off})
 		scripts = append(scripts, w.script(p, el))
 	}
 	return scripts
