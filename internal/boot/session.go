@@ -195,7 +195,7 @@ type Downloader struct{ F *source.Fetcher }
 
 // DownloadToCache streams the script through its hash into a temporary file of the cache,
 // renamed over the cached copy once the download is whole and verified.
-func (d Downloader) DownloadToCache(ctx context.Context, c *cache.Cache, name string, src lifecycle.ScriptSource, retry bool) (string, int64, error) {
+func (d Downloader) DownloadToCache(ctx context.Context, c stage.ScriptWriter, name string, src lifecycle.ScriptSource, retry bool) (string, int64, error) {
 	var size int64
 	_, digest, err := c.PutScriptFrom(name, func(w cache.Temp) (string, error) {
 		fetch := d.F.FetchOnceTo

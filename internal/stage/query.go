@@ -12,7 +12,7 @@ func (r *Runner) Settled(stage string) bool {
 	if r.Force {
 		return false
 	}
-	st := r.Store.State
+	st := r.Store.Current()
 	if st.Terminated != nil {
 		return true
 	}
@@ -25,7 +25,7 @@ func (r *Runner) HasScripts(stage string) bool { return len(r.Doc.Scripts(stage)
 
 // BootFailures are the failures recorded in this boot, both stages, in the order they ran.
 func (r *Runner) BootFailures() []Failure {
-	return BootFailures(r.Store.State, r.Doc, r.Node.BootID)
+	return BootFailures(r.Store.Current(), r.Doc, r.Node.BootID)
 }
 
 // BootFailures are the failed scripts of bootID in st, both stages, in the order they ran;

@@ -36,7 +36,31 @@ type Downloader interface {
 // it whole in memory (the executor's own); the runner prefers it. It returns the cached
 // copy's SHA-256 (lowercase hex) and size.
 type CacheDownloader interface {
-	DownloadToCache(ctx context.Context, c *cache.Cache, name string, src lifecycle.ScriptSource, retry bool) (digest string, size int64, err error)
+	DownloadToCache(ctx context.Context, c ScriptWriter, name string, src lifecycle.ScriptSource, retry bool) (digest string, size int64, err error)
+}
+
+// ScriptWriter stores a script in the cache as it streams in (*cache.Cache).
+type ScriptWriter interface {
+	PutScriptFrom(name string, fill func(w cache.Temp) (digest string, err error)) (path, digest string, err error)
+}
+
+// Cache is what the runner needs of the script cache (*cache.Cache).
+type Cache interface {
+	ScriptWriter
+	PutScript(name string, data []byte) (path, digest string, err error)
+	HasScript(name string) bool
+	// Verify checks the cached copy of name against digest and returns its path and first bytes.
+	Verify(name, digest string) (path string, head []byte, err error)
+}
+
+// Store is what the runner needs of the node's state (*state.Store): the state in memory,
+// saved whole or journalled one event at a time.
+type Store interface {
+	Current() *state.State
+	Save() error
+	Record(e *state.Event, durable bool) error
+	// Flush waits until every event recorded so far is on disk.
+	Flush() error
 }
 
 // fetch puts the current content of s into the cache and returns its digest and size.
@@ -77,8 +101,8 @@ type Runner struct {
 	Log           *zap.Logger
 	Doc           *lifecycle.Document
 	Node          identity.Node
-	Store         *state.Store
-	Cache         *cache.Cache
+	Store         Store
+	Cache         Cache
 	Downloader    Downloader
 	Observer      Observer
 	Force         bool
@@ -117,7 +141,7 @@ func (r *Runner) now() time.Time {
 	return time.Now().UTC()
 }
 
-func (r *Runner) boot() *state.Boot { return r.Store.State.EnsureBoot(r.Node.BootID, r.now()) }
+func (r *Runner) boot() *state.Boot { return r.Store.Current().EnsureBoot(r.Node.BootID, r.now()) }
 
 // OnErrorName is onError as the executor log spells it (observed: "StopSequence").
 func OnErrorName(o lifecycle.OnError) string {
@@ -135,7 +159,7 @@ func OnErrorName(o lifecycle.OnError) string {
 // Decide is the run decision for one script of the stage in the current state (plan and
 // status use it too, through DecideIn).
 func (r *Runner) Decide(stage string, s lifecycle.Script) decide.Decision {
-	return DecideIn(r.Store.State, r.Node.BootID, stage, s, r.Force)
+	return DecideIn(r.Store.Current(), r.Node.BootID, stage, s, r.Force)
 }
 
 // DecideIn asks decide.Run with the inputs taken from st for bootID.
@@ -186,7 +210,7 @@ func (r *Runner) Prefetch(ctx context.Context) error {
 			if !r.Decide(stage, s).Run {
 				continue
 			}
-			fd := FetchDecision(r.Store.State, r.Cache.HasScript, r.Node.BootID, r.Doc.ScriptCachingPolicy, stage, s.Name)
+			fd := FetchDecision(r.Store.Current(), r.Cache.HasScript, r.Node.BootID, r.Doc.ScriptCachingPolicy, stage, s.Name)
 			if fd.Run {
 				jobs = append(jobs, job{stage, s})
 			}
@@ -242,7 +266,7 @@ func (r *Runner) download(ctx context.Context, jobs []job) error {
 				zap.String("error", res.err.Error()))
 			continue
 		}
-		h := r.Store.State.History(j.stage, j.s.Name)
+		h := r.Store.Current().History(j.stage, j.s.Name)
 		h.Digest, h.Location, h.FetchedBoot, h.FetchedAt = res.digest, j.s.ScriptSource.ScriptLocation, r.Node.BootID, &at
 		r.Log.Info("Downloaded script", zap.String("stage", j.stage), zap.String("script", j.s.Name),
 			zap.String("location", j.s.ScriptSource.ScriptLocation), zap.Int64("bytes", res.size),
@@ -264,150 +288,180 @@ func (r *Runner) download(ctx context.Context, jobs []job) error {
 }
 
 // RunStage runs stage on this boot. The error is the executor's own failure (state, disk);
-// script failures are in the Outcome.
+// script failures are in the Outcome. Its steps: refuse on an instance a TERMINATE marked
+// failed; open the stage's record (new, resumed after a kill, or already ran this boot);
+// download what the boot needs; give each script its turn; record how the stage ended.
 func (r *Runner) RunStage(ctx context.Context, stage string) (Outcome, error) {
-	out := Outcome{Stage: stage}
-	st := r.Store.State
-	log := r.Log.With(zap.String("stage", stage))
-	if t := st.Terminated; t != nil && !r.Force {
-		log.Error("instance was terminated by an earlier TERMINATE; running nothing (--force overrides)",
-			zap.String("terminated_by", t.Stage+"/"+t.Script), zap.String("terminated_boot_id", t.BootID))
-		out.ExitCode, out.Status = exitcode.Terminate, state.StageRefused
-		return out, nil
-	}
-	b := r.boot()
-	sr := b.Stages[stage]
-	switch {
-	case sr != nil && !sr.Status.Resumable() && !r.Force:
-		log.Info("stage already ran this boot; nothing to do (--force runs it again)",
-			zap.String("status", string(sr.Status)), zap.Int("exit_code", sr.ExitCode))
-		out.ExitCode, out.Status, out.AlreadyRan = sr.ExitCode, sr.Status, true
-		return out, nil
-	case sr != nil && !r.Force && sr.Status.Resumable():
-		log.Warn("resuming a stage cut short earlier in this boot", zap.Int("previous_pid", sr.PID))
-		for _, s := range sr.Scripts {
-			if s.Status == state.ScriptRunning && s.PGID > 0 {
-				// The executor died, its script may not have: never run it twice at once.
-				marks := []string{"PCS_LIFECYCLE_STAGE=" + stage, "PCS_LIFECYCLE_SCRIPT=" + s.Name, "PCS_INSTANCE_ID=" + r.Node.InstanceID}
-				if n, err := proc.KillOrphanGroup(s.PGID, marks, r.killGrace()); n > 0 {
-					log.Warn("stopped what was left of the interrupted run", zap.String("script", s.Name),
-						zap.Int("pgid", s.PGID), zap.Int("processes", n), zap.Any("error", err))
-				}
-			}
-			if s.Status == state.ScriptRunning {
-				s.Status, s.Reason = state.ScriptInterrupted, "executor stopped while it ran"
-				if h := st.Scripts[state.Key(stage, s.Name)]; h != nil {
-					h.Last = s
-				}
-			}
-		}
-		sr.Status, sr.PID = state.StageRunning, os.Getpid()
-	default:
-		sr = &state.StageRun{Status: state.StageRunning, StartedAt: r.now(), PID: os.Getpid(), Forced: r.Force}
-		b.Stages[stage] = sr
+	run := &stageRun{r: r, name: stage, log: r.Log.With(zap.String("stage", stage)), out: Outcome{Stage: stage}}
+	if run.refuse() || run.open() {
+		return run.out, nil
 	}
 	if err := r.Store.Save(); err != nil {
-		return out, err
+		return run.out, err
 	}
 	if err := r.Prefetch(ctx); err != nil {
-		return out, err
+		return run.out, err
 	}
 	scripts := r.Doc.Scripts(stage)
-	log.Info("stage started", zap.Int("scripts", len(scripts)), zap.Bool("first_boot", b.FirstBoot))
-	stageStart := time.Now()
-
+	run.log.Info("stage started", zap.Int("scripts", len(scripts)), zap.Bool("first_boot", r.boot().FirstBoot))
+	run.start = time.Now()
 	sctx := ctx
 	if d := r.StageTimeout[stage]; d > 0 {
 		var cancel context.CancelFunc
 		sctx, cancel = context.WithTimeoutCause(ctx, d, errStageTimeout)
 		defer cancel()
 	}
-
-	result := exitcode.OK
-	stop := ""
 	for _, s := range scripts {
-		slog := log.With(zap.String("script", s.Name))
-		if stop != "" {
-			if err := r.record(stage, &state.ScriptRun{Name: s.Name, Status: state.ScriptNotRun, Reason: stop}, nil, false); err != nil {
-				return out, err
-			}
-			slog.Info("skipping script", zap.String("reason", stop))
-			continue
-		}
-		if sctx.Err() != nil && ctx.Err() == nil {
-			stop = "stage timeout expired"
-			result = exitcode.Worst(result, exitcode.Failed)
-			if err := r.record(stage, &state.ScriptRun{Name: s.Name, Status: state.ScriptNotRun, Reason: stop}, nil, false); err != nil {
-				return out, err
-			}
-			slog.Error("skipping script", zap.String("reason", stop))
-			continue
-		}
-		if ctx.Err() != nil {
-			// Stopped between scripts (or during the downloads): nothing more starts, and no
-			// script is charged with a run that never happened.
-			out.Interrupted = true
-			sr.Status = state.StageInterrupted
-			now := r.now()
-			sr.EndedAt, sr.ExitCode = &now, exitcode.Failed
-			log.Warn("stage interrupted before script", zap.String("script", s.Name))
-			out.Status, out.ExitCode = sr.Status, exitcode.Failed
-			return out, r.Store.Save()
-		}
-		d := r.Decide(stage, s)
-		if !d.Run && d.Reason == decide.ReasonDoneThisBoot {
-			// A stage resumed after a kill: this script's outcome stands as recorded, and a
-			// failure's onError holds again (STOP_SEQUENCE still stops, CONTINUE still counts).
-			slog.Info("skipping script", zap.String("reason", d.Reason))
-			if prev := sr.Script(s.Name); prev != nil && (prev.Status == state.ScriptFailed || prev.Status == state.ScriptDownloadFailed) {
-				code, halt, err := r.applyFailure(stage, s, prev, &out, slog, true)
-				if err != nil {
-					return out, err
-				}
-				result = exitcode.Worst(result, code)
-				if halt != "" {
-					stop = halt
-				}
-			}
-			continue
-		}
-		if !d.Run {
-			if err := r.record(stage, &state.ScriptRun{Name: s.Name, Status: state.ScriptSkipped, Reason: d.Reason}, nil, false); err != nil {
-				return out, err
-			}
-			slog.Info("skipping script", zap.String("reason", d.Reason), zap.String("execution_policy", string(s.ExecutionPolicy)))
-			continue
-		}
-		run, err := r.runScript(sctx, stage, s, d, slog)
-		if err != nil {
-			return out, err
-		}
-		if run.Status == state.ScriptInterrupted {
-			out.Interrupted = true
-			sr.Status = state.StageInterrupted
-			now := r.now()
-			sr.EndedAt = &now
-			sr.ExitCode = exitcode.Failed
-			log.Warn("stage interrupted", zap.Int64("duration_ms", time.Since(stageStart).Milliseconds()))
-			out.Status, out.ExitCode = sr.Status, exitcode.Failed
-			return out, r.Store.Save()
-		}
-		if run.Status == state.ScriptSucceeded {
-			continue
-		}
-		code, halt, err := r.applyFailure(stage, s, run, &out, slog, false)
-		if err != nil {
-			return out, err
-		}
-		result = exitcode.Worst(result, code)
-		if halt != "" {
-			stop = halt
+		if err := run.turn(ctx, sctx, s); err != nil || run.out.Interrupted {
+			return run.out, err
 		}
 	}
-	now := r.now()
-	sr.EndedAt = &now
-	sr.ExitCode = result
-	switch result {
+	return run.out, run.finish()
+}
+
+// stageRun is one run of one stage: what a script's turn leaves for the next.
+type stageRun struct {
+	r      *Runner
+	name   string
+	log    *zap.Logger
+	sr     *state.StageRun
+	out    Outcome
+	result int       // the stage's exit code so far
+	stop   string    // why the remaining scripts do not run ("" while they do)
+	start  time.Time // when the first script's turn came
+}
+
+// refuse: an instance a TERMINATE marked failed runs nothing more (exit 4) unless --force.
+func (run *stageRun) refuse() bool {
+	t := run.r.Store.Current().Terminated
+	if t == nil || run.r.Force {
+		return false
+	}
+	run.log.Error("instance was terminated by an earlier TERMINATE; running nothing (--force overrides)",
+		zap.String("terminated_by", t.Stage+"/"+t.Script), zap.String("terminated_boot_id", t.BootID))
+	run.out.ExitCode, run.out.Status = exitcode.Terminate, state.StageRefused
+	return true
+}
+
+// open finds or starts the stage's record of this boot. It reports true when the stage
+// already ran this boot: nothing to do, its recorded result stands.
+func (run *stageRun) open() bool {
+	r := run.r
+	b := r.boot()
+	sr := b.Stages[run.name]
+	switch {
+	case sr != nil && !sr.Status.Resumable() && !r.Force:
+		run.log.Info("stage already ran this boot; nothing to do (--force runs it again)",
+			zap.String("status", string(sr.Status)), zap.Int("exit_code", sr.ExitCode))
+		run.out.ExitCode, run.out.Status, run.out.AlreadyRan = sr.ExitCode, sr.Status, true
+		return true
+	case sr != nil && !r.Force:
+		run.resume(sr)
+	default:
+		sr = &state.StageRun{Status: state.StageRunning, StartedAt: r.now(), PID: os.Getpid(), Forced: r.Force}
+		b.Stages[run.name] = sr
+	}
+	run.sr = sr
+	return false
+}
+
+// resume takes over a stage cut short earlier in this boot: what is left of a script the
+// dead executor ran is stopped (never twice at once), and that script counts as interrupted,
+// so it runs again.
+func (run *stageRun) resume(sr *state.StageRun) {
+	r := run.r
+	run.log.Warn("resuming a stage cut short earlier in this boot", zap.Int("previous_pid", sr.PID))
+	for _, s := range sr.Scripts {
+		if s.Status != state.ScriptRunning {
+			continue
+		}
+		if s.PGID > 0 {
+			marks := []string{"PCS_LIFECYCLE_STAGE=" + run.name, "PCS_LIFECYCLE_SCRIPT=" + s.Name, "PCS_INSTANCE_ID=" + r.Node.InstanceID}
+			if n, err := proc.KillOrphanGroup(s.PGID, marks, r.killGrace()); n > 0 {
+				run.log.Warn("stopped what was left of the interrupted run", zap.String("script", s.Name),
+					zap.Int("pgid", s.PGID), zap.Int("processes", n), zap.Any("error", err))
+			}
+		}
+		s.Status, s.Reason = state.ScriptInterrupted, "executor stopped while it ran"
+		if h := r.Store.Current().Scripts[state.Key(run.name, s.Name)]; h != nil {
+			h.Last = s
+		}
+	}
+	sr.Status, sr.PID = state.StageRunning, os.Getpid()
+}
+
+// turn is one script's turn: not run (an earlier failure stopped the stage, or its timeout
+// passed), the stage interrupted before it, skipped by the run decision, or run; a failure's
+// onError applies.
+func (run *stageRun) turn(ctx, sctx context.Context, s lifecycle.Script) error {
+	r := run.r
+	slog := run.log.With(zap.String("script", s.Name))
+	switch {
+	case run.stop != "":
+		slog.Info("skipping script", zap.String("reason", run.stop))
+		return r.record(run.name, &state.ScriptRun{Name: s.Name, Status: state.ScriptNotRun, Reason: run.stop}, nil, false)
+	case sctx.Err() != nil && ctx.Err() == nil:
+		run.stop = "stage timeout expired"
+		run.result = exitcode.Worst(run.result, exitcode.Failed)
+		slog.Error("skipping script", zap.String("reason", run.stop))
+		return r.record(run.name, &state.ScriptRun{Name: s.Name, Status: state.ScriptNotRun, Reason: run.stop}, nil, false)
+	case ctx.Err() != nil:
+		// Stopped between scripts (or during the downloads): nothing more starts, and no
+		// script is charged with a run that never happened.
+		slog.Warn("stage interrupted before script")
+		return run.interrupted()
+	}
+	d := r.Decide(run.name, s)
+	if !d.Run && d.Reason == decide.ReasonDoneThisBoot {
+		// A stage resumed after a kill: this script's outcome stands as recorded, and a
+		// failure's onError holds again (STOP_SEQUENCE still stops, CONTINUE still counts).
+		slog.Info("skipping script", zap.String("reason", d.Reason))
+		if prev := run.sr.Script(s.Name); prev != nil && (prev.Status == state.ScriptFailed || prev.Status == state.ScriptDownloadFailed) {
+			return run.failed(s, prev, slog, true)
+		}
+		return nil
+	}
+	if !d.Run {
+		slog.Info("skipping script", zap.String("reason", d.Reason), zap.String("execution_policy", string(s.ExecutionPolicy)))
+		return r.record(run.name, &state.ScriptRun{Name: s.Name, Status: state.ScriptSkipped, Reason: d.Reason}, nil, false)
+	}
+	end, err := r.runScript(sctx, run.name, s, d, slog)
+	switch {
+	case err != nil:
+		return err
+	case end.Status == state.ScriptInterrupted:
+		run.log.Warn("stage interrupted", zap.Int64("duration_ms", time.Since(run.start).Milliseconds()))
+		return run.interrupted()
+	case end.Status == state.ScriptSucceeded:
+		return nil
+	}
+	return run.failed(s, end, slog, false)
+}
+
+// failed applies a failed script's onError to the stage.
+func (run *stageRun) failed(s lifecycle.Script, end *state.ScriptRun, log *zap.Logger, earlier bool) error {
+	code, halt, err := run.r.applyFailure(run.name, s, end, &run.out, log, earlier)
+	run.result = exitcode.Worst(run.result, code)
+	if halt != "" {
+		run.stop = halt
+	}
+	return err
+}
+
+// interrupted records the stage as interrupted (a signal): it is resumed by the next run.
+func (run *stageRun) interrupted() error {
+	now := run.r.now()
+	run.sr.Status, run.sr.EndedAt, run.sr.ExitCode = state.StageInterrupted, &now, exitcode.Failed
+	run.out.Interrupted, run.out.Status, run.out.ExitCode = true, run.sr.Status, exitcode.Failed
+	return run.r.Store.Save()
+}
+
+// finish records how the stage ended: succeeded (0), failed (3) or terminated (4).
+func (run *stageRun) finish() error {
+	now := run.r.now()
+	sr := run.sr
+	sr.EndedAt, sr.ExitCode = &now, run.result
+	switch run.result {
 	case exitcode.OK:
 		sr.Status = state.StageSucceeded
 	case exitcode.Terminate:
@@ -415,14 +469,14 @@ func (r *Runner) RunStage(ctx context.Context, stage string) (Outcome, error) {
 	default:
 		sr.Status = state.StageFailed
 	}
-	out.Status, out.ExitCode = sr.Status, result
-	lvl := log.Info
-	if result != exitcode.OK {
-		lvl = log.Warn
+	run.out.Status, run.out.ExitCode = sr.Status, run.result
+	lvl := run.log.Info
+	if run.result != exitcode.OK {
+		lvl = run.log.Warn
 	}
-	lvl("stage finished", zap.String("status", string(sr.Status)), zap.Int("exit_code", result),
-		zap.Int64("duration_ms", time.Since(stageStart).Milliseconds()))
-	return out, r.Store.Save()
+	lvl("stage finished", zap.String("status", string(sr.Status)), zap.Int("exit_code", run.result),
+		zap.Int64("duration_ms", time.Since(run.start).Milliseconds()))
+	return run.r.Store.Save()
 }
 
 func (r *Runner) killGrace() time.Duration {
@@ -460,7 +514,7 @@ func (r *Runner) applyFailure(stage string, s lifecycle.Script, run *state.Scrip
 	switch s.OnError {
 	case lifecycle.Terminate:
 		lvl(prefix+"lifecycle script failed; terminating: nothing more runs on this node", fields...)
-		st := r.Store.State
+		st := r.Store.Current()
 		if st.Terminated == nil || r.Force {
 			st.Terminated = &state.Termination{BootID: r.Node.BootID, Stage: stage, Script: s.Name, ExitCode: f.ExitCode,
 				Signal: f.Signal, Reason: string(run.Status), At: r.now()}
@@ -501,7 +555,7 @@ func (r *Runner) record(stage string, run *state.ScriptRun, c *state.CacheRec, d
 // obtain returns the path and first bytes of the verified cached copy of s for this boot, downloading it at its turn (one
 // attempt) when the prefetch did not leave a usable copy.
 func (r *Runner) obtain(ctx context.Context, stage string, s lifecycle.Script, log *zap.Logger) (string, []byte, *state.CacheRec, error) {
-	st := r.Store.State
+	st := r.Store.Current()
 	fd := FetchDecision(st, r.Cache.HasScript, r.Node.BootID, r.Doc.ScriptCachingPolicy, stage, s.Name)
 	var rec *state.CacheRec
 	if fd.Run {
@@ -569,33 +623,73 @@ func (r *Runner) Env(stage, name string, firstBoot bool) []string {
 	return env
 }
 
+// runScript is one script's run: obtain its verified copy, open its log and record its
+// start, execute it, record its end. A download failure is the script's (its onError
+// applies); an error returned is the executor's (state, disk).
 func (r *Runner) runScript(ctx context.Context, stage string, s lifecycle.Script, d decide.Decision, log *zap.Logger) (*state.ScriptRun, error) {
-	run := &state.ScriptRun{Name: s.Name}
 	p, head, rec, err := r.obtain(ctx, stage, s, log)
 	if err != nil {
-		run.Status, run.Error = state.ScriptDownloadFailed, err.Error()
+		run := &state.ScriptRun{Name: s.Name, Status: state.ScriptDownloadFailed, Error: err.Error()}
 		if ctx.Err() != nil && context.Cause(ctx) != errStageTimeout {
 			run.Status = state.ScriptInterrupted
 		}
 		return run, r.record(stage, run, rec, true)
 	}
-	started := r.now()
-	// The log first: a script whose log cannot be written does not run (a disk failure is
-	// the executor's, exit 1), and is not recorded as started.
-	slog, err := scriptlog.Start(r.Layout.StageLogDir(stage), r.Layout.ScriptLog(stage, s.Name), s.Name, s.Arguments, started)
+	slog, run, err := r.startScript(stage, s, d, rec)
 	if err != nil {
 		return nil, err
 	}
-	run.Status, run.StartedAt, run.Reason = state.ScriptRunning, &started, d.Reason
-	if err := r.record(stage, run, rec, false); err != nil {
-		slog.Close()
+	res, err := r.execScript(ctx, stage, s, p, head, run, slog, log)
+	var notStarted *startError
+	if err != nil && !errors.As(err, &notStarted) {
+		return nil, err // the start could not be made durable
+	}
+	end, logErr := endScript(ctx, run, res, err, slog, r.now())
+	if res.Truncated {
+		log.Warn("script output truncated in its log", zap.Int64("output_bytes", res.OutputBytes))
+	}
+	// An interrupted run is not an end: the history keeps the script pending, so it runs again.
+	if err := r.record(stage, end, nil, true); err != nil {
 		return nil, err
 	}
-	argv := s.Arguments
-	path := p
+	if logErr != nil {
+		// The script's outcome is recorded; its log is not whole (a full disk): the executor
+		// failed, exit 1, and the operator must know.
+		log.Error("could not write the script's log", zap.String("path", r.Layout.ScriptLog(stage, s.Name)), zap.Error(logErr))
+		return nil, fmt.Errorf("script log %s: %w", r.Layout.ScriptLog(stage, s.Name), logErr)
+	}
+	logEnd(log, end)
+	if r.Observer != nil {
+		r.Observer.ScriptEnded(stage, s.Name, end)
+	}
+	return end, nil
+}
+
+// startScript opens the script's log, then records its start. The log first: a script whose
+// log cannot be written does not run (a disk failure is the executor's, exit 1), and is not
+// recorded as started.
+func (r *Runner) startScript(stage string, s lifecycle.Script, d decide.Decision, rec *state.CacheRec) (*scriptlog.Run, *state.ScriptRun, error) {
+	started := r.now()
+	slog, err := scriptlog.Start(r.Layout.StageLogDir(stage), r.Layout.ScriptLog(stage, s.Name), s.Name, s.Arguments, started)
+	if err != nil {
+		return nil, nil, err
+	}
+	run := &state.ScriptRun{Name: s.Name, Status: state.ScriptRunning, StartedAt: &started, Reason: d.Reason}
+	if err := r.record(stage, run, rec, false); err != nil {
+		slog.Close()
+		return nil, nil, err
+	}
+	return slog, run, nil
+}
+
+// execScript runs the cached copy at p (through the shell when it has no "#!"), its output
+// into its log. An error is the executor's (the start could not be made durable), or a
+// *startError: the program could not be started.
+func (r *Runner) execScript(ctx context.Context, stage string, s lifecycle.Script, p string, head []byte, run *state.ScriptRun,
+	slog *scriptlog.Run, log *zap.Logger) (proc.Result, error) {
+	argv, path := s.Arguments, p
 	if !bytes.HasPrefix(head, []byte("#!")) {
-		path = programs.Shell
-		argv = append([]string{p}, s.Arguments...)
+		path, argv = programs.Shell, append([]string{p}, s.Arguments...)
 	}
 	if r.Observer != nil {
 		r.Observer.ScriptStarted(stage, s.Name)
@@ -605,9 +699,9 @@ func (r *Runner) runScript(ctx context.Context, stage string, s lifecycle.Script
 	// not run again. Its flush started when it ended and overlapped this script's preparation.
 	if err := r.Store.Flush(); err != nil {
 		slog.Close()
-		return nil, err
+		return proc.Result{}, err
 	}
-	log.Info("starting script", zap.String("reason", d.Reason), zap.Strings("arguments", s.Arguments))
+	log.Info("starting script", zap.String("reason", run.Reason), zap.Strings("arguments", s.Arguments))
 	var pgidErr error
 	res, err := proc.Run(ctx, proc.Spec{
 		Path: path, Args: argv, Env: r.Env(stage, s.Name, r.boot().FirstBoot), Dir: "/",
@@ -620,52 +714,58 @@ func (r *Runner) runScript(ctx context.Context, stage string, s lifecycle.Script
 		},
 	})
 	if err == nil && pgidErr != nil {
-		return nil, pgidErr
+		slog.Close()
+		return res, pgidErr
 	}
-	ended := r.now()
-	end := &state.ScriptRun{Name: s.Name, StartedAt: &started, Reason: d.Reason, DurationMS: res.Duration.Milliseconds()}
-	var logErr error
+	if err != nil {
+		return res, &startError{err}
+	}
+	return res, nil
+}
+
+// startError is a script that could not be started (not a valid executable, say).
+type startError struct{ error }
+
+func (e *startError) Unwrap() error { return e.error }
+
+// endScript is how the run ended, written to its log: failed, succeeded, interrupted or cut
+// by a timeout. logErr is a log that could not be written whole.
+func endScript(ctx context.Context, run *state.ScriptRun, res proc.Result, err error, slog *scriptlog.Run, now time.Time) (*state.ScriptRun, error) {
+	end := &state.ScriptRun{Name: run.Name, StartedAt: run.StartedAt, Reason: run.Reason, DurationMS: res.Duration.Milliseconds()}
 	if err != nil && ctx.Err() != nil {
 		// Cancelled before it could start: an interruption, not a failure of the script.
 		res, err = proc.Result{ExitCode: -1, Signal: "TERM", Canceled: true}, nil
 	}
 	if err != nil {
 		code := 126
-		end.Status, end.ExitCode, end.Error = state.ScriptFailed, &code, err.Error()
-		_, _ = fmt.Fprintf(slog, "pcs-lifecycle: cannot execute: %v\n", err)
-		_ = slog.End(scriptlog.Outcome{ExitCode: code}, ended)
-	} else {
-		code := res.ExitCode
-		end.ExitCode, end.Signal, end.TimedOut = &code, res.Signal, res.TimedOut
-		end.Status = state.ScriptSucceeded
-		switch {
-		case res.Canceled && context.Cause(ctx) == errStageTimeout:
-			end.Status, end.TimedOut, end.Error = state.ScriptFailed, true, "stage timeout expired"
-		case res.Canceled:
-			end.Status, end.Error = state.ScriptInterrupted, "executor interrupted: "+causeText(ctx)
-		case res.TimedOut:
-			end.Status, end.Error = state.ScriptFailed, "script timeout expired"
-		case res.Failed():
-			end.Status = state.ScriptFailed
-		}
-		logErr = res.OutputErr
-		if err := slog.End(scriptlog.Outcome{ExitCode: res.ExitCode, Signal: res.Signal, Truncated: res.Truncated}, ended); err != nil && logErr == nil {
-			logErr = err
-		}
-		if res.Truncated {
-			log.Warn("script output truncated in its log", zap.Int64("output_bytes", res.OutputBytes))
-		}
+		end.Status, end.ExitCode, end.Error = state.ScriptFailed, &code, errors.Unwrap(err).Error()
+		_, werr := fmt.Fprintf(slog, "pcs-lifecycle: cannot execute: %v\n", errors.Unwrap(err))
+		return end, errors.Join(werr, slog.End(scriptlog.Outcome{ExitCode: code}, now))
 	}
-	// An interrupted run is not an end: the history keeps the script pending, so it runs again.
-	if err := r.record(stage, end, nil, true); err != nil {
-		return nil, err
+	code := res.ExitCode
+	end.ExitCode, end.Signal, end.TimedOut = &code, res.Signal, res.TimedOut
+	end.Status = state.ScriptSucceeded
+	switch {
+	case res.Canceled && context.Cause(ctx) == errStageTimeout:
+		end.Status, end.TimedOut, end.Error = state.ScriptFailed, true, "stage timeout expired"
+	case res.Canceled:
+		end.Status, end.Error = state.ScriptInterrupted, "executor interrupted: "+causeText(ctx)
+	case res.TimedOut:
+		end.Status, end.Error = state.ScriptFailed, "script timeout expired"
+	case res.Failed():
+		end.Status = state.ScriptFailed
 	}
-	if logErr != nil {
-		// The script's outcome is recorded; its log is not whole (a full disk): the executor
-		// failed, exit 1, and the operator must know.
-		log.Error("could not write the script's log", zap.String("path", r.Layout.ScriptLog(stage, s.Name)), zap.Error(logErr))
-		return nil, fmt.Errorf("script log %s: %w", r.Layout.ScriptLog(stage, s.Name), logErr)
+	logErr := res.OutputErr
+	if err := slog.End(scriptlog.Outcome{ExitCode: res.ExitCode, Signal: res.Signal, Truncated: res.Truncated}, now); err != nil && logErr == nil {
+		logErr = err
 	}
+	return end, logErr
+}
+
+// logEnd writes the script's end to executor.log. SPEC §6: a successful script's end is
+// "script completed", the text monitoring filters written for PCS nodes look for; any other
+// end (failed, interrupted) is "script ended", and a failure is followed by its onError line.
+func logEnd(log *zap.Logger, end *state.ScriptRun) {
 	fields := []zap.Field{zap.Int64("duration_ms", end.DurationMS)}
 	if end.ExitCode != nil {
 		fields = append(fields, zap.Int("exit_code", *end.ExitCode))
@@ -673,18 +773,11 @@ func (r *Runner) runScript(ctx context.Context, stage string, s lifecycle.Script
 	if end.Signal != "" {
 		fields = append(fields, zap.String("signal", end.Signal))
 	}
-	// SPEC §6: a successful script's end is "script completed", the text monitoring filters
-	// written for PCS nodes look for; any other end (failed, interrupted) is "script ended",
-	// and a failure is followed by its onError line.
 	msg := "script completed"
 	if end.Status != state.ScriptSucceeded {
 		msg = "script ended"
 	}
 	log.Info(msg, append(fields, zap.String("status", string(end.Status)))...)
-	if r.Observer != nil {
-		r.Observer.ScriptEnded(stage, s.Name, end)
-	}
-	return end, nil
 }
 
 func causeText(ctx context.Context) string {

@@ -311,6 +311,9 @@ func (s *Store) Close() error {
 	return err
 }
 
+// Current is the state in memory (what Save writes and Record updates).
+func (s *Store) Current() *State { return s.State }
+
 // Save writes the whole state as the new snapshot (durably) and empties the journal.
 func (s *Store) Save() error {
 	if err := s.Flush(); err != nil {
