@@ -111,19 +111,54 @@ func (r Result) Failed() bool { return r.ExitCode != 0 || r.Signal != "" }
 // (unless it left the group).
 func Run(ctx context.Context, spec Spec) (Result, error) {
 	start := time.Now()
-	fail := func(err error) (Result, error) {
+	cmd, pr, err := startCmd(ctx, spec)
+	if err != nil {
 		return Result{Duration: time.Since(start)}, fmt.Errorf("start %s: %w", spec.Path, err)
 	}
+	pid := cmd.Process.Pid
+	if spec.Started != nil {
+		spec.Started(pid)
+	}
+	k := newKiller(pid, spec)
+	stopCtx := context.AfterFunc(ctx, func() { k.terminate(&k.canceled) })
+	pipeWait := spec.PipeWait
+	if pipeWait <= 0 {
+		pipeWait = DefaultPipeWait
+	}
+	done := make(chan waited, 1)
+	go wait(cmd, k, pr, pipeWait, done)
+	c := drain(pr, spec)
+	w := <-done
+	pr.Close()
+	stopCtx()
+
+	res := Result{PID: pid, ExitCode: -1, Truncated: c.truncated, OutputBytes: c.total, OutputErr: c.err, Duration: w.exited.Sub(start)}
+	k.mu.Lock()
+	res.TimedOut, res.Canceled = k.timedOut, k.canceled
+	k.mu.Unlock()
+	if ps := cmd.ProcessState; ps != nil {
+		ws := ps.Sys().(syscall.WaitStatus)
+		if ws.Signaled() {
+			res.Signal = signalName(ws.Signal())
+		} else {
+			res.ExitCode = ws.ExitStatus()
+		}
+	}
+	return res, nil
+}
+
+// startCmd starts the process in its own group, stdout and stderr on one pipe, whose read end
+// it returns. Its error says why nothing started.
+func startCmd(ctx context.Context, spec Spec) (*exec.Cmd, *os.File, error) {
 	if spec.Path == "" {
-		return fail(errors.New("empty path"))
+		return nil, nil, errors.New("empty path")
 	}
 	if err := ctx.Err(); err != nil {
-		return fail(err)
+		return nil, nil, err
 	}
-
 	pr, pw, err := os.Pipe()
 	if err != nil {
-		return fail(fmt.Errorf("output pipe: %w", err))
+		return nil, nil, fmt.Errorf("output pipe: %w", err)
 	}
 	env := spec.Env
 	if env == nil {
@@ -139,60 +174,53 @@ func Run(ctx context.Context, spec Spec) (Result, error) {
 	// Built by hand rather than with exec.Command so that Path is never looked up in PATH.
 	// Stdin nil is /dev/null; Stdout and Stderr are the same *os.File, so the child gets one
 	// descriptor for both and os/exec starts no copying goroutine of its own.
-	cmd := &exec.Cmd{
-		Path:        spec.Path,
-		Args:        argv,
-		Env:         env,
-		Dir:         dir,
-		Stdout:      pw,
-		Stderr:      pw,
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
-	}
+	cmd := &exec.Cmd{Path: spec.Path, Args: argv, Env: env, Dir: dir, Stdout: pw, Stderr: pw,
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true}}
 	err = cmd.Start()
 	pw.Close() // the child holds its own copy; EOF comes when every holder closed it
 	if err != nil {
 		pr.Close()
-		var pe *fs.PathError
-		if errors.As(err, &pe) && pe.Path == spec.Path {
-			err = pe.Err // "fork/exec <path>: ..." would name the path twice
-		}
-		// The child reports only an errno, the same for a failed chdir as for a failed exec
-		// (os/exec checks Dir itself only without SysProcAttr): tell them apart here, off the
-		// fast path.
-		if _, serr := os.Stat(dir); serr != nil {
-			if errors.As(serr, &pe) {
-				pe.Op = "chdir"
-			}
-			err = serr
-		} else {
-			err = explainNotExist(spec.Path, dir, err)
-		}
-		return fail(err)
+		return nil, nil, explainStart(spec.Path, dir, err)
 	}
-	pid := cmd.Process.Pid
-	if spec.Started != nil {
-		spec.Started(pid)
-	}
+	return cmd, pr, nil
+}
 
-	k := &killer{pgid: pid, grace: spec.KillGrace}
+// explainStart turns the error of a failed start into one that names what failed once.
+func explainStart(path, dir string, err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) && pe.Path == path {
+		err = pe.Err // "fork/exec <path>: ..." would name the path twice
+	}
+	// The child reports only an errno, the same for a failed chdir as for a failed exec
+	// (os/exec checks Dir itself only without SysProcAttr): tell them apart here, off the
+	// fast path.
+	if _, serr := os.Stat(dir); serr != nil {
+		if errors.As(serr, &pe) {
+			pe.Op = "chdir"
+		}
+		return serr
+	}
+	return explainNotExist(path, dir, err)
+}
+
+// newKiller is the group's killer, armed with spec's timeout.
+func newKiller(pgid int, spec Spec) *killer {
+	k := &killer{pgid: pgid, grace: spec.KillGrace}
 	if k.grace <= 0 {
 		k.grace = DefaultKillGrace
 	}
 	if spec.Timeout > 0 {
 		k.timeout = time.AfterFunc(spec.Timeout, func() { k.terminate(&k.timedOut) })
 	}
-	stopCtx := context.AfterFunc(ctx, func() { k.terminate(&k.canceled) })
+	return k
+}
 
-	pipeWait := spec.PipeWait
-	if pipeWait <= 0 {
-		pipeWait = DefaultPipeWait
-	}
-	done := make(chan waited, 1)
-	go wait(cmd, k, pr, pipeWait, done)
-
-	// Read in this goroutine until EOF, or until the deadline wait sets PipeWait after the exit.
-	c := capWriter{w: spec.Output, max: spec.MaxOutput}
+// drain reads the pipe into spec.Output (capped) until EOF, or until the deadline wait sets
+// PipeWait after the exit.
+func drain(pr *os.File, spec Spec) *capWriter {
+	c := &capWriter{w: spec.Output, max: spec.MaxOutput}
 	bufp := bufPool.Get().(*[]byte)
+	defer bufPool.Put(bufp)
 	buf := *bufp
 	for {
 		n, err := pr.Read(buf)
@@ -203,34 +231,9 @@ func Run(ctx context.Context, spec Spec) (Result, error) {
 			if err != io.EOF && !errors.Is(err, os.ErrDeadlineExceeded) {
 				pr.Close() // unexpected: never leave the child blocked on a pipe nobody reads
 			}
-			break
+			return c
 		}
 	}
-	bufPool.Put(bufp)
-	w := <-done
-	pr.Close()
-	stopCtx()
-
-	res := Result{
-		PID:         pid,
-		ExitCode:    -1,
-		Truncated:   c.truncated,
-		OutputBytes: c.total,
-		OutputErr:   c.err,
-		Duration:    w.exited.Sub(start),
-	}
-	k.mu.Lock()
-	res.TimedOut, res.Canceled = k.timedOut, k.canceled
-	k.mu.Unlock()
-	if ps := cmd.ProcessState; ps != nil {
-		ws := ps.Sys().(syscall.WaitStatus)
-		if ws.Signaled() {
-			res.Signal = signalName(ws.Signal())
-		} else {
-			res.ExitCode = ws.ExitStatus()
-		}
-	}
-	return res, nil
 }
 
 // Output runs a short command (such as scontrol) and returns its stdout and stderr interleaved,
