@@ -88,9 +88,10 @@ type Spec struct {
 type Container struct {
 	// Leader is the container's PID 1 (systemd) as the host sees it.
 	Leader int
-	// Booted is how long it took from starting systemd-nspawn until the container's systemd
-	// answered (its private socket exists).
-	Booted time.Duration
+	// Prepared is how long the root took to prepare (overlay, files, Setup commands);
+	// Booted how long from then (systemd-nspawn's start) until the container's systemd
+	// answered on its private socket.
+	Prepared, Booted time.Duration
 
 	t       testing.TB
 	cmd     *exec.Cmd
@@ -133,6 +134,7 @@ rm -rf "$ROOT/etc/systemd/system"
 cp -a "$prep/." "$ROOT/"
 mount -t tmpfs -o mode=0755 pcs-nspawn "$ROOT/run/systemd"
 sh -eu "$work/setup.sh"
+date +%s%N >"$work/nspawn-started"
 exec systemd-nspawn -D "$ROOT" "$@"
 `
 
@@ -199,6 +201,12 @@ func Boot(ctx context.Context, t testing.TB, spec Spec) *Container {
 		t.Fatalf("nspawn: the container's systemd did not come up: %v\n%s", err, c.Output())
 	}
 	c.Booted = time.Since(c.started)
+	if b, err := os.ReadFile(filepath.Join(work, "nspawn-started")); err == nil {
+		if ns, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil {
+			at := time.Unix(0, ns)
+			c.Prepared, c.Booted = at.Sub(c.started), time.Since(at)
+		}
+	}
 	return c
 }
 

@@ -29,10 +29,14 @@ func TestDaemonBootAndReboot(t *testing.T) {
 	c := n.boot(ctx)
 	d := c.WaitUnit(ctx, daemonUnit, nspawn.Ended)
 	record(t, "first boot: boot to the daemon's end", time.Since(start))
+	// The node runs what the .deb installed, enabled by its preset.
+	require.Equal(t, "install ok installed", c.MustRun(ctx, "dpkg-query", "-W", "-f", "${Status}", "pcs-lifecycle"))
+	require.Equal(t, "enabled\n", c.MustRun(ctx, "systemctl", "is-enabled", daemonUnit))
+	require.Contains(t, c.MustRun(ctx, "systemctl", "show", "-p", "FragmentPath", daemonUnit), "lib/systemd/system/pcs-lifecycle.service")
 	require.Equal(t, "active/exited", d.ActiveState+"/"+d.SubState, "%v", d)
 	require.Equal(t, 0, d.ExecMainStatus, "%v", d)
 	require.Equal(t, "done: exit 0", d.StatusText)
-	require.Equal(t, "running", c.WaitSystem(ctx), "the boot is not clean:\n%s", c.Journal(ctx, "-p", "warning"))
+	requireSystem(t, ctx, c, "running")
 	s := c.MustShow(ctx, slurmdUnit)
 	require.Equal(t, "active/running", s.ActiveState+"/"+s.SubState, "%v", s)
 	require.Equal(t, []string{
@@ -70,7 +74,7 @@ func TestDaemonBootAndReboot(t *testing.T) {
 	record(t, "reboot: boot to the daemon's end", time.Since(start))
 	require.Equal(t, "active/exited", d.ActiveState+"/"+d.SubState, "%v", d)
 	require.Equal(t, 0, d.ExecMainStatus)
-	require.Equal(t, "running", c.WaitSystem(ctx))
+	requireSystem(t, ctx, c, "running")
 	require.Equal(t, []string{
 		"nodeBootstrapped/first-only first=1 slurmd=inactive",
 		"nodeBootstrapped/every-boot first=1 slurmd=inactive",

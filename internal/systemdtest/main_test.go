@@ -13,8 +13,8 @@ import (
 )
 
 var (
-	binPath string // the pcs-lifecycle under test, built once per test binary
-	modRoot string // the module's folder (systemd/ holds the units)
+	debPath string // the .deb under test: $PCS_LIFECYCLE_DEB, or built once per test binary
+	modRoot string // the module's folder
 	workDir string // TestMain's scratch folder
 )
 
@@ -36,12 +36,21 @@ func mainWithCode(m *testing.M) int {
 		return 1
 	}
 	modRoot = filepath.Dir(strings.TrimSpace(string(out)))
-	binPath = filepath.Join(workDir, "pcs-lifecycle")
-	build := exec.Command("go", "build", "-trimpath", "-o", binPath, "./cmd/pcs-lifecycle")
-	build.Dir = modRoot
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "systemdtest: go build ./cmd/pcs-lifecycle failed: %v\n%s", err, out)
+	// The package as `make package` makes it (nfpm), unless one is given.
+	if debPath = os.Getenv("PCS_LIFECYCLE_DEB"); debPath == "" {
+		start := time.Now()
+		build := exec.Command("make", "-s", "package", "DIST="+filepath.Join(workDir, "dist"),
+			"BIN="+filepath.Join(workDir, "bin", "pcs-lifecycle"), "GEN="+filepath.Join(workDir, "gen"))
+		build.Dir = modRoot
+		if out, err := build.CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "systemdtest: make package failed (it needs make and Go; PCS_LIFECYCLE_DEB=FILE uses a .deb built already): %v\n%s", err, out)
+			return 1
+		}
+		debPath = filepath.Join(workDir, "dist", "pcs-lifecycle.deb")
+		fmt.Printf("systemdtest: make package: %s\n", time.Since(start).Round(time.Millisecond))
+	}
+	if _, err := os.Stat(debPath); err != nil {
+		fmt.Fprintln(os.Stderr, "systemdtest: the .deb under test:", err)
 		return 1
 	}
 	code := m.Run()

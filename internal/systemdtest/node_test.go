@@ -172,34 +172,43 @@ func (n *node) configure(boot, ready []script) {
 	n.files.Set("/config.json", doc)
 }
 
-// unitFile is a unit of systemd/ as the package installs it.
-func unitFile(t *testing.T, name string) []byte {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join(modRoot, "systemd", name))
-	require.NoError(t, err)
-	return data
-}
+// In the container before the boot: the package and the administrator's environment file.
+const (
+	debInRoot = "/var/tmp/pcs-test/pcs-lifecycle.deb"
+	envStaged = "/var/tmp/pcs-test/default-pcs-lifecycle"
+)
 
-// spec is the container of the node's next boot: the binary, the units (in
-// /usr/lib/systemd/system, as the package puts them) and the preset, enabled for the mode.
+// spec is the container of the node's next boot, set up as an image is built: the .deb
+// installed with dpkg in the root (its postinst does nothing where systemd does not run), then
+// the mode enabled as docs/install.md says: daemon mode by the preset plus the slurmd drop-in
+// linked from /usr/share/pcs-lifecycle, per-stage mode by enabling its two units; then the
+// administrator's /etc/default/pcs-lifecycle.
 func (n *node) spec() nspawn.Spec {
-	t := n.t
 	units := map[string]string{}
 	for k, v := range n.units {
 		units[k] = v
 	}
 	files := []nspawn.File{
-		{Path: "/usr/bin/pcs-lifecycle", Src: binPath, Mode: 0o755},
+		{Path: debInRoot, Src: debPath},
 		{Path: caPath, Data: n.srv.CAPEM},
-		{Path: "/etc/default/pcs-lifecycle", Data: []byte(strings.Join(n.env, "\n") + "\n")},
-		{Path: "/usr/lib/systemd/system-preset/90-pcs-lifecycle.preset", Data: unitFile(t, "90-pcs-lifecycle.preset")},
+		{Path: envStaged, Data: []byte(strings.Join(n.env, "\n") + "\n")},
 	}
-	for _, u := range []string{daemonUnit, bootUnit, readyUnit} {
-		files = append(files, nspawn.File{Path: "/usr/lib/systemd/system/" + u, Data: unitFile(t, u)})
+	setup := []string{
+		// The package database's own files are copied into the root first: the host's dpkg may
+		// rewrite them meanwhile (another test installing a package), and a file of overlayfs's
+		// lower layer changed under it makes dpkg fail with "Stale file handle".
+		`for f in /var/lib/dpkg/*; do if [ -f "$f" ]; then cp -a "$f" "$ROOT$f"; fi; done`,
+		`cp -a /var/lib/dpkg/updates /var/lib/dpkg/triggers "$ROOT/var/lib/dpkg/"`,
+		// --no-triggers: man-db's trigger (mandb over the whole machine) takes 30 s; the
+		// container is thrown away.
+		`DEBIAN_FRONTEND=noninteractive chroot "$ROOT" dpkg -i --no-triggers --force-confdef --force-confold ` + debInRoot + ` >/dev/null`,
+		`cp "$ROOT` + envStaged + `" "$ROOT/etc/default/pcs-lifecycle"`,
+		`systemctl --root="$ROOT" preset ` + daemonUnit + " " + bootUnit + " " + readyUnit,
 	}
-	setup := []string{`systemctl --root="$ROOT" preset ` + daemonUnit + " " + bootUnit + " " + readyUnit}
 	if n.mode == daemonMode {
-		units["slurmd.service.d/10-pcs-lifecycle.conf"] = string(unitFile(t, "slurmd.service.d/10-pcs-lifecycle.conf"))
+		setup = append(setup,
+			`mkdir -p "$ROOT/etc/systemd/system/slurmd.service.d"`,
+			`ln -s /usr/share/pcs-lifecycle/slurmd.service.d/10-pcs-lifecycle.conf "$ROOT/etc/systemd/system/slurmd.service.d/"`)
 	} else {
 		setup = append(setup,
 			`systemctl --root="$ROOT" disable `+daemonUnit,
@@ -235,7 +244,8 @@ func (n *node) boot(ctx context.Context) *nspawn.Container {
 	n.t.Helper()
 	n.boots++
 	c := nspawn.Boot(ctx, n.t, n.spec())
-	record(n.t, fmt.Sprintf("container boot %d (systemd answers)", n.boots), c.Booted)
+	record(n.t, fmt.Sprintf("boot %d: root prepared (overlay, dpkg -i, units)", n.boots), c.Prepared)
+	record(n.t, fmt.Sprintf("boot %d: container started, systemd answers", n.boots), c.Booted)
 	return c
 }
 
