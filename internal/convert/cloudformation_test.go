@@ -150,6 +150,12 @@ func TestCloudFormationErrors(t *testing.T) {
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "$: not YAML or JSON: ")
 	})
+	t.Run("JSON indented with tabs", func(t *testing.T) {
+		d, err := CloudFormation([]byte("{\n\t\"Resources\": {\n\t\t\"G\": {\n\t\t\t\"Type\": \"AWS::PCS::ComputeNodeGroup\",\n\t\t\t\"Properties\": {\"NodeLifecycleActions\": "+
+			"{\"Stages\": {\"NodeReady\": [{\"Name\": \"a\", \"ScriptSource\": {\"ScriptLocation\": \"s3://bucket/a.sh\"}}]}}}\n\t\t}\n\t}\n}\n"), CloudFormationOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, "a", d.Document.Stages.NodeReady[0].Name)
+	})
 	t.Run("an import given", func(t *testing.T) {
 		d, err := CloudFormation(tmpl("        Stages:\n          NodeReady:\n            - Name: a\n              ScriptSource: {ScriptLocation: !ImportValue shared-scripts-location}\n"),
 			CloudFormationOptions{Params: map[string]string{"Import:shared-scripts-location": "s3://shared-bucket/a.sh"}})
