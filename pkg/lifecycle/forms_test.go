@@ -35,6 +35,9 @@ func TestDecodeForms(t *testing.T) {
 			[]string{"ResponseMetadata: unknown field (the output of aws pcs get-compute-node-group holds only computeNodeGroup)"}},
 		{"stages beside the group", `{"computeNodeGroup":{"nodeLifecycleActions":` + bare + `},"stages":{}}`, FormComputeNodeGroup,
 			[]string{"stages: unknown field (it belongs inside computeNodeGroup.nodeLifecycleActions)"}},
+		{"a --cli-input-json request", `{"clusterIdentifier":"research","computeNodeGroupName":"c7i","nodeLifecycleActions":` + bare + `}`, FormWrapped, []string{
+			`clusterIdentifier: unknown field (this looks like a --cli-input-json request: give its nodeLifecycleActions alone, or as {"nodeLifecycleActions": {...}})`,
+			`computeNodeGroupName: unknown field (this looks like a --cli-input-json request: give its nodeLifecycleActions alone, or as {"nodeLifecycleActions": {...}})`}},
 		{"a CloudFormation property", `{"NodeLifecycleActions":{}}`, FormDocument, []string{
 			`NodeLifecycleActions: unknown field (did you mean "nodeLifecycleActions"? a CloudFormation template's PascalCase properties are converted by "pcs-lifecycle convert cloudformation")`,
 			"stages: required"}},

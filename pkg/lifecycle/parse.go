@@ -303,6 +303,15 @@ func (w *walker) group(root *value) *Document {
 	return w.actions(path, inner)
 }
 
+// requestFields are the other members of the create/update-compute-node-group requests, which
+// carry nodeLifecycleActions beside them (a --cli-input-json file).
+var requestFields = map[string]bool{
+	"clusterIdentifier": true, "computeNodeGroupName": true, "computeNodeGroupIdentifier": true, "amiId": true,
+	"subnetIds": true, "purchaseOption": true, "customLaunchTemplate": true, "iamInstanceProfileArn": true,
+	"scalingConfiguration": true, "instanceConfigs": true, "spotOptions": true, "slurmConfiguration": true,
+	"clientToken": true, "tags": true,
+}
+
 // wrapped handles {"nodeLifecycleActions": {...}}.
 func (w *walker) wrapped(root *value) *Document {
 	var inner *value
@@ -315,6 +324,9 @@ func (w *walker) wrapped(root *value) *Document {
 			w.errorAt(m.off, p, "duplicate key")
 		case actionsLevel.isKnown(m.key):
 			w.errorAt(m.off, p, "unknown field (it belongs inside nodeLifecycleActions)")
+		case requestFields[m.key]:
+			w.errorAt(m.off, p, "unknown field (this looks like a --cli-input-json request: give its nodeLifecycleActions alone, "+
+				`or as {"nodeLifecycleActions": {...}})`)
 		default:
 			w.errorAt(m.off, p, "unknown field")
 		}
