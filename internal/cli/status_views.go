@@ -77,7 +77,7 @@ func (x *statusViews) run(cmd *cobra.Command, o *Options, asJSON bool) error {
 	}
 	tl := timeline.Build(st, v.bootID)
 	if tl == nil {
-		return exitf(exitcode.Failed, "nothing recorded on boot %s of instance %s yet", v.bootID, v.inst)
+		return exitf(exitcode.NothingRan, "nothing recorded on boot %s of instance %s yet", v.bootID, v.inst)
 	}
 	byDuration := x.sort == "duration"
 	if asJSON {

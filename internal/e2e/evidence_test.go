@@ -145,6 +145,17 @@ func TestEvidenceOnTerminate(t *testing.T) {
 	n.requireRun(4, "run", "--stage", bootstrapped, "--evidence-uri", "s3://"+b.name+"/evidence")
 	_, err := os.Stat(filepath.Join(b.srv.Dir, b.name, "evidence", clusterID, cngID, n.instance, n.bootID()+".json"))
 	require.ErrorIs(t, err, os.ErrNotExist)
+
+	// The metrics of the refused boot speak status's vocabulary: the stage refused, its scripts
+	// refused, the instance failed.
+	fams := metricstest.Parse(t, []byte(n.requireRun(0, "status", "--format", "prometheus").stdout))
+	v, found := metricstest.Value(t, fams, "pcs_lifecycle_instance_failed")
+	require.True(t, found)
+	require.Equal(t, 1.0, v)
+	require.Equal(t, []string{"refused"}, metricstest.LabelValues(fams, "pcs_lifecycle_stage_status", "status", "stage", bootstrapped))
+	for _, sc := range []string{"setup", "mount fs", "after"} {
+		require.Equal(t, []string{"refused"}, metricstest.LabelValues(fams, "pcs_lifecycle_script_state", "state", "script", sc), sc)
+	}
 }
 
 // TestEvidenceOnFailureAndSSE: --evidence-on failure uploads after a CONTINUE failure, with
@@ -462,4 +473,29 @@ func TestReportFleet(t *testing.T) {
 
 	n.requireRun(2, "report", "https://example.com/x")
 	n.requireRun(2, "report", uri, "--since", "yesterday")
+}
+
+// TestEvidenceAndMetricsFlagsChecked: bad values are usage errors naming the flag, before
+// anything runs; the timeline of a boot where nothing ran says so (exit 5).
+func TestEvidenceAndMetricsFlagsChecked(t *testing.T) {
+	t.Parallel()
+	n := newNode(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--evidence-uri", "https://bucket/x"}, "--evidence-uri"},
+		{[]string{"--evidence-uri", "s3://b-1/x", "--evidence-on", "sometimes"}, "--evidence-on"},
+		{[]string{"--evidence-uri", "s3://b-1/x", "--evidence-sse", "rot13"}, "--evidence-sse"},
+		{[]string{"--evidence-redact", "("}, `--evidence-redact "("`},
+		{[]string{"--evidence-uri", "s3://b-1/x", "--evidence-timeout", "-1s"}, "--evidence-timeout"},
+	} {
+		r := n.requireRun(2, "run", append([]string{"--stage", bootstrapped}, tc.args...)...)
+		require.Contains(t, r.stderr, tc.want, tc.args)
+	}
+	r := n.run("daemon", "--evidence-on", "never")
+	require.Equal(t, 2, r.code, r)
+	require.NoFileExists(t, filepath.Join(n.path("var/lib/amazon/pcs/lifecycle"), "state.json"), "nothing ran")
+	r = n.requireRun(5, "status", "--timeline")
+	require.Contains(t, r.stderr, "nothing recorded on boot")
 }

@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"runtime"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/pcs-lifecycle/pcs-lifecycle/internal/identity"
@@ -63,6 +64,8 @@ type Manifest struct {
 	Stages        []StageSummary     `json:"stages"`
 	Timeline      *timeline.Timeline `json:"timeline,omitempty"`
 	Files         []FileEntry        `json:"files"`
+	// Skipped names the logs that could not be packed, and why.
+	Skipped []string `json:"skipped,omitempty"`
 	// RedactPatterns is how many --evidence-redact patterns were applied; Redactions how many
 	// matches they replaced.
 	RedactPatterns int `json:"redact_patterns"`
@@ -192,9 +195,15 @@ func Keys(loc Location, n identity.Node) (string, string) {
 
 // tail reads at most max bytes of the end of path; cut reports whether earlier bytes were left
 // out (the first, partial line is dropped then). size is the file's size.
+//
+// A symlink or a hard link planted at path is refused: a script (root) could otherwise point
+// its log at a file that was never meant to leave the node.
 func tail(path string, max int64) (data []byte, size int64, cut bool, err error) {
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
 	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			return nil, 0, false, fmt.Errorf("%s: is a symlink; not packing it", path)
+		}
 		return nil, 0, false, err
 	}
 	defer f.Close()
@@ -204,6 +213,9 @@ func tail(path string, max int64) (data []byte, size int64, cut bool, err error)
 	}
 	if !fi.Mode().IsRegular() {
 		return nil, 0, false, fmt.Errorf("%s: not a regular file", path)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 {
+		return nil, 0, false, fmt.Errorf("%s: has %d hard links; not packing it", path, st.Nlink)
 	}
 	size = fi.Size()
 	off := int64(0)
@@ -343,7 +355,7 @@ func Make(in Input, o Options, loc Location) (*Bundle, error) {
 	if data, size, cut, err := bootLines(in.Layout.ExecutorLog(), bootStart(b), MaxExecutorLog); err == nil {
 		add("executor.log", r.lines(data), FileEntry{Source: in.Layout.ExecutorLog(), SourceBytes: size, Truncated: cut})
 	} else if !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("executor log: %w", err)
+		man.Skipped = append(man.Skipped, r.str(err.Error()))
 	}
 	lastLines := map[string]string{}
 	for _, sg := range in.Status.Stages {
@@ -354,7 +366,9 @@ func Make(in Input, o Options, loc Location) (*Bundle, error) {
 				continue
 			}
 			if err != nil {
-				return nil, fmt.Errorf("script log: %w", err)
+				// Not packed (a planted link, unreadable): the rest of the evidence still goes.
+				man.Skipped = append(man.Skipped, r.str(err.Error()))
+				continue
 			}
 			data = r.lines(data)
 			lastLines[state.Key(sg.Name, sc.Name)] = lastLine(data)

@@ -92,12 +92,13 @@ func ParseURI(uri string) (Location, error) {
 func (l Location) String() string { return "s3://" + l.Bucket + "/" + l.Prefix }
 
 // Check validates the options (flag names in the errors).
+// The other flags are checked even without --evidence-uri: a typo is caught before the boot
+// that would have needed them.
 func (o *Options) Check() error {
-	if o.URI == "" {
-		return nil
-	}
-	if _, err := ParseURI(o.URI); err != nil {
-		return fmt.Errorf("--evidence-uri %w", err)
+	if o.URI != "" {
+		if _, err := ParseURI(o.URI); err != nil {
+			return fmt.Errorf("--evidence-uri %w", err)
+		}
 	}
 	switch o.On {
 	case OnTerminate, OnFailure, OnAlways:

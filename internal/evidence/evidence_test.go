@@ -50,15 +50,14 @@ func TestCheck(t *testing.T) {
 		{Options{URI: "s3://b-1/x", SSE: "rot13"}, "--evidence-sse"},
 		{Options{URI: "s3://b-1/x", Timeout: -time.Second}, "--evidence-timeout"},
 		{Options{URI: "ftp://x"}, "--evidence-uri"},
+		{Options{On: "never"}, "--evidence-on"},
 	} {
 		o := tc.o
 		err := o.Check()
 		if tc.err == "" {
 			require.NoError(t, err)
-			if o.URI != "" {
-				require.Equal(t, OnTerminate, o.On, "the default")
-				require.Equal(t, DefaultTimeout, o.Timeout)
-			}
+			require.Equal(t, OnTerminate, o.On, "the default")
+			require.Equal(t, DefaultTimeout, o.Timeout)
 			continue
 		}
 		require.ErrorContains(t, err, tc.err)
@@ -241,4 +240,19 @@ func TestParseSince(t *testing.T) {
 func TestCleanForTerminal(t *testing.T) {
 	require.Equal(t, "plain text", clean("plain text"))
 	require.Equal(t, `\x1b[31mred`, clean("\x1b[31mred"))
+}
+
+// A log replaced by a symlink or a hard link is not packed.
+func TestTailRefusesLinks(t *testing.T) {
+	dir := t.TempDir()
+	secret := filepath.Join(dir, "secret")
+	require.NoError(t, os.WriteFile(secret, []byte("root:x:0:0\n"), 0o600))
+	sym := filepath.Join(dir, "sym.log")
+	require.NoError(t, os.Symlink(secret, sym))
+	_, _, _, err := tail(sym, 1<<20)
+	require.ErrorContains(t, err, "is a symlink")
+	hard := filepath.Join(dir, "hard.log")
+	require.NoError(t, os.Link(secret, hard))
+	_, _, _, err = tail(hard, 1<<20)
+	require.ErrorContains(t, err, "hard links")
 }
