@@ -121,8 +121,12 @@ func (s *Session) noteIgnoredConfig(cached []byte) {
 		case err != nil:
 			s.Log.Warn("--config unreadable; using the configuration cached at first boot", zap.String("config", cfg), zap.Error(err))
 		case !bytes.Equal(given, cached):
-			s.Log.Warn("--config differs from the configuration cached at first boot; ignoring it (an instance's configuration never changes)",
+			// One clear line for people; executor.log has the WARN (not copied to stderr).
+			s.fileLog.Warn("--config differs from the configuration cached at first boot; ignoring it (an instance's configuration never changes)",
 				zap.String("config", cfg), zap.String("cached", s.Layout.CachedConfig()))
+			if s.opts.Stderr != nil {
+				fmt.Fprintln(s.opts.Stderr, ConfigIgnoredLine(cfg, s.Layout.CachedConfig()))
+			}
 		}
 	}
 }

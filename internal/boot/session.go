@@ -50,6 +50,7 @@ type Session struct {
 
 	opts    Options
 	logFile *os.File
+	fileLog *zap.Logger // executor.log only, for what stderr says in its own words
 	lock    *state.Lock
 }
 
@@ -63,6 +64,8 @@ func Open(ctx context.Context, o Options) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
+	lvl, _ := logging.ParseLevel(o.LogLevel) // openLogger checked it
+	s.fileLog = logging.New(s.logFile, lvl, nil, 0)
 	s.lock, err = state.Acquire(ctx, s.Layout.LockFile(), o.LockTimeout, state.Holder(o.Holder))
 	if err != nil {
 		s.Close()
@@ -96,8 +99,19 @@ func NewFetcher(c source.Config, log *zap.Logger) *source.Fetcher {
 	c.OnRetry = func(loc string, attempt int, err error, wait time.Duration) {
 		log.Warn("download attempt failed; retrying", zap.String("location", loc), zap.Int("attempt", attempt),
 			zap.Int64("wait_ms", wait.Milliseconds()), zap.String("error", err.Error()))
+		debugDownload(log, loc, err)
 	}
 	return source.New(c)
+}
+
+// debugDownload logs a download error's whole SDK text (request and host IDs) at DEBUG; the
+// lines at other levels carry the short form (source.Error).
+func debugDownload(log *zap.Logger, loc string, err error) {
+	var e *source.Error
+	if log == nil || !errors.As(err, &e) || !log.Core().Enabled(zap.DebugLevel) {
+		return
+	}
+	log.Debug("download error detail", zap.String("location", loc), zap.String("error", e.Debug()))
 }
 
 // openLogger opens executor.log (dirs 0750, file 0640) and builds the logger: JSON to the
@@ -176,7 +190,7 @@ func (s *Session) Close() error {
 func (s *Session) Runner(force bool) *stage.Runner {
 	return &stage.Runner{
 		Layout: s.Layout, Log: s.Log, Doc: s.Doc, Node: s.Node, Store: s.Store, Cache: s.Cache,
-		Downloader: Downloader{s.Fetcher}, Force: force,
+		Downloader: Downloader{F: s.Fetcher, Log: s.Log}, Force: force,
 	}
 }
 
@@ -191,7 +205,10 @@ func (s *Session) Boot(c Config, r *stage.Runner, sc Slurm, n notify.Notifier, s
 }
 
 // Downloader adapts the source fetcher to the stage runner.
-type Downloader struct{ F *source.Fetcher }
+type Downloader struct {
+	F   *source.Fetcher
+	Log *zap.Logger // the whole SDK text of a failure goes here at DEBUG (nil: nowhere)
+}
 
 // DownloadToCache streams the script through its hash into a temporary file of the cache,
 // renamed over the cached copy once the download is whole and verified.
@@ -206,6 +223,7 @@ func (d Downloader) DownloadToCache(ctx context.Context, c stage.ScriptWriter, n
 		size = res.Size
 		return res.SHA256, err
 	})
+	debugDownload(d.Log, src.ScriptLocation, err)
 	return digest, size, err
 }
 
@@ -218,5 +236,6 @@ func (d Downloader) Download(ctx context.Context, src lifecycle.ScriptSource, re
 	} else {
 		res, err = d.F.FetchOnce(ctx, src)
 	}
+	debugDownload(d.Log, src.ScriptLocation, err)
 	return res.Data, err
 }

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"fmt"
+
 	"github.com/spf13/cobra"
 
 	"github.com/pcs-lifecycle/pcs-lifecycle/internal/nodestatus"
@@ -17,6 +19,9 @@ func newPlanCmd(o *Options) *cobra.Command {
 			v, err := openView(o, true)
 			if err != nil {
 				return err
+			}
+			if v.configNote != "" {
+				fmt.Fprintln(cmd.ErrOrStderr(), v.configNote)
 			}
 			st, boot, hasCopy := v.st, v.bootID, v.cache.HasScript
 			if reboot {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -26,6 +27,9 @@ type view struct {
 	bootID string
 	inst   string
 	nodeID string
+	// configNote is the line that says a --config differing from the cached document is
+	// not used ("" when there is nothing to say).
+	configNote string
 }
 
 func openView(o *Options, wantDoc bool) (*view, error) {
@@ -78,6 +82,11 @@ func openView(o *Options, wantDoc bool) (*view, error) {
 				return nil, exitcode.Errorf(exitcode.Usage, "no configuration cached on this node; give --config")
 			}
 			data, err = boot.ReadDocument(context.Background(), boot.NewFetcher(o.download(), zap.NewNop()), o.Config, nil)
+		} else if err == nil && o.Config != "" && !boot.IsRemote(o.Config) {
+			// plan shows what run will do: the cached document, and says so once.
+			if given, gerr := boot.ReadDocument(context.Background(), nil, o.Config, nil); gerr == nil && !bytes.Equal(given, data) {
+				v.configNote = boot.ConfigIgnoredLine(o.Config, v.layout.CachedConfig())
+			}
 		}
 		if err != nil {
 			return nil, exitcode.Errorf(exitcode.Internal, "configuration: %w", err)

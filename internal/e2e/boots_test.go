@@ -129,6 +129,14 @@ func TestTerminateIsFinal(t *testing.T) {
 		[]scriptDef{script("ready-ok", b.put(t, "ready.sh", okScript("ready-ran"))).every()}))
 	r := n.requireRun(4, "run", "--stage", bootstrapped, "--config", cfg)
 	require.Contains(t, r.stderr, "fails")
+	// A sandbox has no console: the summary goes to the journal only, without a warning, once
+	// prefixed, and the stage's summary line ends the run.
+	require.NotContains(t, r.stderr, "could not write the TERMINATE summary")
+	require.Contains(t, r.stderr, "pcs-lifecycle: TERMINATE: nodeBootstrapped/fails exit=1\n")
+	require.NotContains(t, r.stderr, "TERMINATE: pcs-lifecycle:")
+	require.Regexp(t, `pcs-lifecycle: exit 4 for stage nodeBootstrapped after \S+: 1 ran \(1 failed\), 0 skipped, 1 not run\n$`, r.stderr)
+	n.requireLog("level", "ERROR", "message", "TERMINATE: the node must be replaced; summary written to the journal (stderr)")
+	require.Empty(t, n.find("message~", "could not write"))
 	require.Equal(t, "intentional failure\n", n.runs(bootstrapped, "fails")[0].output)
 	require.Equal(t, "1", n.runs(bootstrapped, "fails")[0].exit)
 	require.Empty(t, n.scriptLog(bootstrapped, "after"))
@@ -149,9 +157,18 @@ func TestTerminateIsFinal(t *testing.T) {
 	for i := 0; i < 2; i++ {
 		n.reboot()
 		n.requireRun(4, "run", "--stage", bootstrapped)
-		n.requireRun(4, "run", "--stage", ready)
-		_, code := n.status()
+		r := n.requireRun(4, "run", "--stage", ready)
+		require.Regexp(t, `pcs-lifecycle: exit 4 for stage nodeReady: nothing run, the instance was marked failed at .* by nodeBootstrapped/fails \(exit 1\); --force overrides\n$`, r.stderr)
+		st, code := n.status()
 		require.Equal(t, 4, code)
+		for _, s := range []string{"fails", "after"} {
+			sc := scriptOf(t, st, bootstrapped, s)
+			require.Equal(t, "refused", sc.State)
+			require.Contains(t, sc.NeverRuns, "the instance was marked failed at ")
+		}
+		txt := n.run("status")
+		require.Contains(t, txt.stdout, "TERMINATED: the instance was marked failed at ")
+		requireFits(t, txt.stdout)
 	}
 	require.Len(t, n.runs(bootstrapped, "fails"), 1)
 	require.Empty(t, n.scriptLog(bootstrapped, "after"))

@@ -197,6 +197,9 @@ func TestDaemonTerminate(t *testing.T) {
 	require.Contains(t, summary, "[end chatty-fail exit=9")
 	require.NotContains(t, summary, "line-06", "more than the last 20 lines of the log")
 	require.Contains(t, r.stderr, "nodeBootstrapped/chatty-fail exit=9", "the summary goes to the journal too")
+	require.Contains(t, r.stderr, "pcs-lifecycle: TERMINATE: nodeBootstrapped/chatty-fail exit=9\n")
+	require.NotContains(t, summary, "TERMINATE: pcs-lifecycle:", "one prefix per line")
+	n.requireLog("level", "ERROR", "message", "TERMINATE: the node must be replaced; summary written to the journal (stderr) and "+console)
 	require.FileExists(t, touched, "--on-terminate command did not run")
 	n.requireLog("message", "on-terminate action done")
 

@@ -134,7 +134,7 @@ func TestDownloadFailures(t *testing.T) {
 		{"s3 403 bad credentials", func() setup {
 			return setup{bad: b.put(t, "secret.sh", okScript("ran")), good: goodHTTPS,
 				opts: []nodeOpt{withCA(trusted), withEnv("AWS_SECRET_ACCESS_KEY", "not-the-secret-key-at-all")}}
-		}, "CONTINUE", 3, true, "forbidden (403)"},
+		}, "CONTINUE", 3, true, "access denied (403)"},
 		{"https 404", func() setup {
 			return setup{bad: trusted.URL + "/missing.sh", good: goodHTTPS, opts: []nodeOpt{withCA(trusted)}}
 		}, "CONTINUE", 3, true, "not found (404)"},
@@ -448,8 +448,25 @@ func TestConfigCache(t *testing.T) {
 	require.Len(t, n.runs(bootstrapped, "from-first-config"), 2)
 
 	n.reboot()
-	n.requireRun(0, "run", "--stage", bootstrapped, "--config", n.writeConfig(d2))
+	cfg2 := n.writeConfig(d2)
+	r := n.requireRun(0, "run", "--stage", bootstrapped, "--config", cfg2)
+	// One clear line: what is used instead, and how to test an edit.
+	line := "pcs-lifecycle: --config " + cfg2 + " differs from the configuration cached at this instance's first boot; " +
+		"using the cached copy " + n.cachedConfig() + ". An instance's configuration never changes: to test an edit, " +
+		"use a new instance (another --instance-id or --root) or `pcs-lifecycle try " + cfg2 + " --scripts-from DIR`\n"
+	require.Equal(t, 1, strings.Count(r.stderr, "differs"), "%s", r.stderr)
+	require.Contains(t, r.stderr, line)
+	p := n.requireRun(0, "plan", "--config", cfg2)
+	require.Equal(t, line, p.stderr, "plan says it too")
+	require.Contains(t, p.stdout, "from-first-config", "plan shows the cached document, as run uses it")
+	require.NotContains(t, p.stdout, "from-second-config")
 	require.Len(t, n.runs(bootstrapped, "from-first-config"), 3)
+	n.reboot()
+	n.env["SLURM_CONF"] = "/nonexistent/slurm.conf"
+	d := n.run("daemon", "--config", cfg2, "--registration-timeout", "0")
+	require.Equal(t, 0, d.code, "%s", d)
+	require.Contains(t, d.stderr, line, "daemon says it too")
+	require.Len(t, n.runs(bootstrapped, "from-first-config"), 4)
 	require.Empty(t, n.scriptLog(bootstrapped, "from-second-config"), "a differing --config is ignored")
 	n.requireLog("level", "WARN", "message~", "--config differs")
 	got, err = os.ReadFile(n.cachedConfig())
@@ -459,7 +476,8 @@ func TestConfigCache(t *testing.T) {
 	// The same --config again is no news.
 	warns := len(n.find("level", "WARN", "message~", "--config differs"))
 	n.reboot()
-	n.requireRun(0, "run", "--stage", bootstrapped, "--config", cfg1)
+	r = n.requireRun(0, "run", "--stage", bootstrapped, "--config", cfg1)
+	require.NotContains(t, r.stderr, "differs")
 	require.Len(t, n.find("level", "WARN", "message~", "--config differs"), warns)
 }
 
@@ -508,4 +526,13 @@ func TestDownloadFailureMessage(t *testing.T) {
 	require.Contains(t, line, "not found (404)")
 	require.NotContains(t, line, "exit=0", "a script that never ran has no exit status")
 	require.Equal(t, 1, strings.Count(line, "download "+loc), "the location is named once, not wrapped twice: %s", line)
+	// What to act on, not the SDK's wrapping (versitygw is an http:// endpoint).
+	require.Contains(t, line, "NoSuchKey: no object with this key in bucket "+b.name+" (no s3VersionId pinned: the latest version)")
+	for _, sdk := range []string{"RequestID", "HostID", "https response error", "operation error"} {
+		require.NotContains(t, r.stderr, sdk)
+	}
+	// The SDK's whole text is in executor.log at DEBUG only.
+	require.Empty(t, n.find("message", "download error detail"))
+	n.requireRun(3, "run", "--stage", bootstrapped, "--force", "--log-level", "debug")
+	require.Contains(t, n.requireLog("level", "DEBUG", "message", "download error detail").str("error"), "RequestID")
 }

@@ -159,6 +159,8 @@ func TestSlurmReadyWaitsForLateSlurmd(t *testing.T) {
 	r := p.wait(t, 60*time.Second)
 	require.Equal(t, 0, r.code, "%s", r)
 	require.GreaterOrEqual(t, r.dur, delay, "the run waited for slurmd")
+	require.Regexp(t, "done waiting for node "+n.name+" to register with the Slurm controller after \\S+: registered \\(last answer: IDLE", r.stderr)
+	require.Regexp(t, `pcs-lifecycle: exit 0 for stage nodeReady after \S+: 1 ran \(0 failed\), 0 skipped\n$`, r.stderr)
 
 	n.requireLog("level", "INFO", "message~", "waiting for the node's Slurm registration", "node", n.name)
 	reg := n.logIndex("message", "node registered with Slurm", "node", n.name)
@@ -188,6 +190,10 @@ func TestSlurmRegistrationTimeout(t *testing.T) {
 	require.GreaterOrEqual(t, r.dur, 2*time.Second)
 	require.Less(t, r.dur, 30*time.Second)
 	require.Contains(t, r.stderr, "did not register")
+	// The wait says what it waits for, its limit and, at its end, the last answer.
+	require.Contains(t, r.stderr, "pcs-lifecycle: waiting for node "+n.name+" to register with the Slurm controller, limit 2s ("+
+		s.Scontrol+" show node "+n.name+", every 200ms)\n")
+	require.Regexp(t, "pcs-lifecycle: done waiting for node "+n.name+" to register with the Slurm controller after \\S+: timed out \\(last answer: UNKNOWN", r.stderr)
 	l := n.requireLog("level", "ERROR", "message~", "did not register", "stage", ready)
 	require.Equal(t, n.name, l.str("node"))
 	require.NoFileExists(t, n.scriptLogPath(ready, "never"))

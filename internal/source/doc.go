@@ -28,6 +28,14 @@
 //     environment through net/http and crypto/x509, which read it once per process.
 //   - S3 errors from S3-compatible servers: versitygw answers an unknown access key with 404
 //     XAdminUserNotFound, classified Forbidden like S3's InvalidAccessKeyId.
+//   - Error messages are one line an administrator can act on (errors.go): an S3 not found
+//     says whether an s3VersionId was pinned (or that the bucket or the version does not
+//     exist); an access denied names the IAM actions the instance role needs on that object
+//     (s3:GetObject, plus s3:GetObjectVersion with s3VersionId), the owner required by
+//     --expected-bucket-owner, and that without s3:ListBucket S3 answers 403 for a missing
+//     key; a refused credential says so; DNS, TLS handshake, refused connection and timeout
+//     are named. The SDK's wrapping (request and host IDs, "https response error" whatever
+//     the endpoint's scheme) is left out of Error() and kept in Error.Debug for DEBUG logs.
 //   - ETag is returned as the server sent it, quotes included; VersionID is empty for an
 //     unversioned bucket and for https.
 package source

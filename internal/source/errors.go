@@ -8,9 +8,13 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"strconv"
 	"strings"
+	"syscall"
 
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
@@ -75,10 +79,16 @@ type Error struct {
 	Attempts   int   // how many attempts were made (0: none, the location was invalid)
 	StatusCode int   // the HTTP status of the last response, when there was one
 	Err        error // the last attempt's cause
+	// S3 only: what was asked, for a message that says what the role needs.
+	Bucket, Key string
+	VersionID   string // the s3VersionId pinned, if any
+	Owner       string // --expected-bucket-owner, if given
 }
 
-// Error reads like
-// "download s3://b/k: not found (404) after 3 attempts: operation error S3: GetObject, …".
+// Error is one line an administrator can act on, like
+// "download s3://b/k: not found (404): no object with this key in bucket b (no s3VersionId
+// pinned: the latest version) after 3 attempts". The SDK's own text (request IDs, "https
+// response error" whatever the endpoint's scheme) is left to Debug.
 func (e *Error) Error() string {
 	var b strings.Builder
 	b.WriteString("download ")
@@ -91,11 +101,33 @@ func (e *Error) Error() string {
 	case e.Attempts > 1:
 		fmt.Fprintf(&b, " after %d attempts", e.Attempts)
 	}
-	if e.Err != nil {
+	d := e.why()
+	if d == "" {
+		d = e.detail()
+	}
+	if d != "" {
 		b.WriteString(": ")
-		b.WriteString(e.Err.Error())
+		b.WriteString(d)
 	}
 	return b.String()
+}
+
+// Debug is Error with the last attempt's whole cause as the SDK or net/http gave it (request
+// and host IDs included), for DEBUG logging.
+func (e *Error) Debug() string {
+	if e.Err == nil {
+		return e.Error()
+	}
+	return e.Error() + " [" + e.Err.Error() + "]"
+}
+
+// apiCode is the S3 error code of the cause ("NoSuchKey", "AccessDenied", …), or "".
+func (e *Error) apiCode() string {
+	var apiErr smithy.APIError
+	if errors.As(e.Err, &apiErr) {
+		return apiErr.ErrorCode()
+	}
+	return ""
 }
 
 func (e *Error) describe() string {
@@ -103,7 +135,7 @@ func (e *Error) describe() string {
 	case NotFound:
 		return "not found (" + e.statusOr(404) + ")"
 	case Forbidden:
-		return "forbidden (" + e.statusOr(403) + ")"
+		return "access denied (" + e.statusOr(403) + ")"
 	case TooLarge:
 		return "too large"
 	case ChecksumMismatch:
@@ -111,7 +143,7 @@ func (e *Error) describe() string {
 	case Untrusted:
 		return "server certificate is not trusted (add its CA to the system trust store, or point SSL_CERT_FILE at a PEM bundle that holds it)"
 	case Network:
-		return "network error"
+		return networkWhy(e.Err)
 	case Server:
 		if e.StatusCode != 0 {
 			return fmt.Sprintf("server error (%d)", e.StatusCode)
@@ -127,6 +159,152 @@ func (e *Error) describe() string {
 		}
 		return "failed"
 	}
+}
+
+// why says what to fix for an S3 not found or access denied, with S3's error code; "" for
+// anything else (detail then says what happened).
+func (e *Error) why() string {
+	if e.Bucket == "" {
+		return ""
+	}
+	w := ""
+	switch e.Kind {
+	case NotFound:
+		w = e.notFoundWhy()
+	case Forbidden:
+		w = e.forbiddenWhy()
+	default:
+		return ""
+	}
+	if code := e.apiCode(); code != "" {
+		w = code + ": " + w
+	}
+	return w
+}
+
+func (e *Error) pinned() string {
+	if e.VersionID != "" {
+		return "s3VersionId " + e.VersionID + " pinned"
+	}
+	return "no s3VersionId pinned: the latest version"
+}
+
+func (e *Error) notFoundWhy() string {
+	if e.Bucket == "" {
+		return ""
+	}
+	switch e.apiCode() {
+	case "NoSuchBucket":
+		return "bucket " + e.Bucket + " does not exist"
+	case "NoSuchVersion":
+		return "the object has no version " + e.VersionID + " (s3VersionId)"
+	}
+	return "no object with this key in bucket " + e.Bucket + " (" + e.pinned() + ")"
+}
+
+// credentialCodes are S3's answers about the credentials themselves, not their permissions.
+var credentialCodes = map[string]bool{"InvalidAccessKeyId": true, "SignatureDoesNotMatch": true,
+	"InvalidToken": true, "ExpiredToken": true, "XAdminUserNotFound": true}
+
+// forbiddenWhy says what to fix: the credentials, or the IAM actions the instance role needs
+// on this object (and the bucket's owner when --expected-bucket-owner was given).
+func (e *Error) forbiddenWhy() string {
+	if credentialCodes[e.apiCode()] {
+		return "the credentials were refused (unknown access key, wrong secret or expired token)"
+	}
+	arn := "arn:aws:s3:::" + e.Bucket + "/" + e.Key
+	var b strings.Builder
+	if e.VersionID != "" {
+		b.WriteString("the instance role needs s3:GetObject and s3:GetObjectVersion on " + arn + " (s3VersionId pinned)")
+	} else {
+		b.WriteString("the instance role needs s3:GetObject on " + arn)
+	}
+	if e.Owner != "" {
+		b.WriteString(", and the bucket must belong to account " + e.Owner + " (--expected-bucket-owner)")
+	}
+	b.WriteString("; without s3:ListBucket on arn:aws:s3:::" + e.Bucket + ", S3 also answers 403 for a key that does not exist")
+	return b.String()
+}
+
+// networkWhy names a network failure: DNS, a TLS handshake, a refused connection, a timeout.
+func networkWhy(err error) string {
+	var (
+		dns   *net.DNSError
+		alert tls.AlertError
+		rec   tls.RecordHeaderError
+		op    *net.OpError
+	)
+	switch {
+	case errors.As(err, &dns):
+		return "DNS lookup of " + dns.Name + " failed"
+	case errors.As(err, &rec), strings.Contains(err.Error(), "server gave HTTP response to HTTPS client"):
+		return "TLS handshake failed (the server did not answer in TLS: is it plain http?)"
+	case errors.As(err, &alert), isTLSHandshake(err):
+		return "TLS handshake failed"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused"
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &op) && op.Timeout():
+		return "network timeout"
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "network error: connection cut short"
+	}
+	return "network error"
+}
+
+func isTLSHandshake(err error) bool {
+	for ; err != nil; err = errors.Unwrap(err) {
+		if strings.HasPrefix(err.Error(), "tls: ") {
+			return true
+		}
+	}
+	return false
+}
+
+// detail is the cause without the SDK's wrapping (which names request IDs and says "https
+// response error" whatever the endpoint's scheme): the S3 error code and message, or the
+// innermost error.
+func (e *Error) detail() string {
+	if e.Err == nil {
+		return ""
+	}
+	oe, ok := e.Err.(*smithy.OperationError)
+	if !ok {
+		return e.Err.Error()
+	}
+	var apiErr smithy.APIError
+	if errors.As(oe, &apiErr) {
+		msg := apiErr.ErrorCode()
+		if m := apiErr.ErrorMessage(); m != "" {
+			msg += ": " + m
+		}
+		return msg
+	}
+	var (
+		dns *net.DNSError
+		op  *net.OpError
+		ue  *url.Error
+	)
+	switch {
+	case errors.As(oe, &dns):
+		return dns.Error()
+	case errors.As(oe, &op):
+		return op.Error()
+	case errors.As(oe, &ue):
+		return ue.Error()
+	}
+	err := oe.Err
+	for err != nil {
+		switch err.(type) {
+		case *awshttp.ResponseError, *smithyhttp.ResponseError, *smithyhttp.RequestSendError, *retry.MaxAttemptsError:
+			if inner := errors.Unwrap(err); inner != nil {
+				err = inner
+				continue
+			}
+			return "" // a status without an error document: the status says it all
+		}
+		return err.Error()
+	}
+	return ""
 }
 
 func (e *Error) statusOr(code int) string {
@@ -220,4 +398,12 @@ func classify(ctx context.Context, err error) (Kind, int) {
 		return Network, 0
 	}
 	return Other, 0
+}
+
+// s3Failure is failure for a GetObject, with what was asked (bucket, key, version, owner) so
+// that the message can say what the instance role needs.
+func s3Failure(ctx context.Context, loc string, err error, obj *s3Location, versionID, owner string) *Error {
+	e := failure(ctx, loc, err)
+	e.Bucket, e.Key, e.VersionID, e.Owner = obj.bucket, obj.key, versionID, owner
+	return e
 }

@@ -101,8 +101,8 @@ func TestHTTPSStatus(t *testing.T) {
 		text string
 	}{
 		{404, NotFound, "not found (404) after 3 attempts: GET " + srv.URL + "/404: HTTP 404 Not Found"},
-		{403, Forbidden, "forbidden (403) after 3 attempts"},
-		{401, Forbidden, "forbidden (401) after 3 attempts"},
+		{403, Forbidden, "access denied (403) after 3 attempts"},
+		{401, Forbidden, "access denied (401) after 3 attempts"},
 		{500, Server, "server error (500) after 3 attempts"},
 		{503, Server, "server error (503) after 3 attempts"},
 		{204, Other, "failed (HTTP 204) after 3 attempts"},

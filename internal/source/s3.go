@@ -101,7 +101,7 @@ func (f *Fetcher) getS3(actx, ctx context.Context, loc string, obj *s3Location, 
 	}
 	out, err := client.GetObject(actx, in, opts...)
 	if err != nil {
-		return nil, Result{}, failure(ctx, loc, err)
+		return nil, Result{}, s3Failure(ctx, loc, err, obj, versionID, f.owner)
 	}
 	if n := aws.ToInt64(out.ContentLength); n > max {
 		out.Body.Close()

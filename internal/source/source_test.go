@@ -138,7 +138,7 @@ func TestAttemptTimeout(t *testing.T) {
 	assert.Less(t, time.Since(start), 5*time.Second)
 	require.Error(t, err, "%+v after %v", res, time.Since(start))
 	assert.Equal(t, Network, KindOf(err), err.Error())
-	assert.Contains(t, err.Error(), "network error after 2 attempts")
+	assert.Contains(t, err.Error(), "network timeout after 2 attempts")
 }
 
 func TestInvalidLocations(t *testing.T) {
@@ -196,7 +196,7 @@ func TestErrorText(t *testing.T) {
 		want string
 	}{
 		{&Error{Location: "s3://b/k", Kind: NotFound, Attempts: 3, StatusCode: 404, Err: cause}, "download s3://b/k: not found (404) after 3 attempts: boom"},
-		{&Error{Location: "s3://b/k", Kind: Forbidden, Attempts: 1, Err: cause}, "download s3://b/k: forbidden (403) after 1 attempt: boom"},
+		{&Error{Location: "s3://b/k", Kind: Forbidden, Attempts: 1, Err: cause}, "download s3://b/k: access denied (403) after 1 attempt: boom"},
 		{&Error{Location: "https://h/x", Kind: Server, Attempts: 2, StatusCode: 502, Err: cause}, "download https://h/x: server error (502) after 2 attempts: boom"},
 		{&Error{Location: "https://h/x", Kind: TooLarge, Attempts: 1, Err: cause}, "download https://h/x: too large after 1 attempt: boom"},
 		{&Error{Location: "https://h/x", Kind: Network, Attempts: 3, Err: cause}, "download https://h/x: network error after 3 attempts: boom"},

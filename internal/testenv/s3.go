@@ -142,7 +142,7 @@ func findVersityGW() (string, error) {
 	return "", fmt.Errorf("versitygw (the S3 server these tests run against) is not installed: install it with `%s`", VersityGWInstall)
 }
 
-func startS3(base string) (*S3Server, error) {
+func startS3(base string, extra ...string) (*S3Server, error) {
 	bin, err := findVersityGW()
 	if err != nil {
 		return nil, err
@@ -158,7 +158,7 @@ func startS3(base string) (*S3Server, error) {
 	// The free port is found by listening and closing; another process may take it in
 	// between, so try a few ports.
 	for try := 0; try < 5; try++ {
-		s, err := startS3On(bin, base, dir, verDir, try)
+		s, err := startS3On(bin, base, dir, verDir, try, extra...)
 		if err == nil {
 			return s, nil
 		}
@@ -191,7 +191,7 @@ func versityEnv() []string {
 	return append(env, "ROOT_ACCESS_KEY="+S3AccessKey, "ROOT_SECRET_KEY="+S3SecretKey)
 }
 
-func startS3On(bin, base, dir, verDir string, try int) (*S3Server, error) {
+func startS3On(bin, base, dir, verDir string, try int, extra ...string) (*S3Server, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, fmt.Errorf("find a free port for versitygw: %w", err)
@@ -203,7 +203,8 @@ func startS3On(bin, base, dir, verDir string, try int) (*S3Server, error) {
 		return nil, err
 	}
 	defer log.Close()
-	cmd := exec.Command(bin, "--port", addr, "--quiet", "posix", "--versioning-dir", verDir, dir)
+	args := append(append([]string{"--port", addr, "--quiet"}, extra...), "posix", "--versioning-dir", verDir, dir)
+	cmd := exec.Command(bin, args...)
 	cmd.Env = versityEnv()
 	cmd.Stdout = log
 	cmd.Stderr = log

@@ -1,0 +1,49 @@
+package progress_test
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/pcs-lifecycle/pcs-lifecycle/internal/progress"
+)
+
+// TestWait: the wait says what it waits for and its limit at its start, the time so far and
+// the last answer at each report, and how it ended; executor.log gets the same.
+func TestWait(t *testing.T) {
+	now := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+	var out bytes.Buffer
+	core, logs := observer.New(zap.InfoLevel)
+	w := &progress.Wait{What: "node n1 to register with the Slurm controller", How: "scontrol show node n1, every 2s",
+		Limit: 30 * time.Minute, Out: &out, Log: zap.New(core), Now: func() time.Time { return now }}
+	w.Start(nil) // the test calls Report as the ticker would
+	require.Equal(t, "pcs-lifecycle: waiting for node n1 to register with the Slurm controller, limit 30m (scontrol show node n1, every 2s)\n", out.String())
+
+	now = now.Add(30 * time.Second)
+	w.Observe("NOT_RESPONDING+CLOUD")
+	w.Report()
+	now = now.Add(62 * time.Second)
+	w.Observe("IDLE")
+	w.Done("registered")
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	require.Len(t, lines, 3, out.String())
+	require.Equal(t, "pcs-lifecycle: still waiting for node n1 to register with the Slurm controller: 30s so far, limit 30m; last answer: NOT_RESPONDING+CLOUD", lines[1])
+	require.Equal(t, "pcs-lifecycle: done waiting for node n1 to register with the Slurm controller after 1m32s: registered (last answer: IDLE)", lines[2])
+	require.Equal(t, 1, logs.FilterMessage("still waiting for node n1 to register with the Slurm controller").Len())
+	require.Equal(t, "NOT_RESPONDING+CLOUD", logs.FilterMessage("still waiting for node n1 to register with the Slurm controller").All()[0].ContextMap()["last_answer"])
+}
+
+// TestWaitNoAnswerYet: a report before any answer says so.
+func TestWaitNoAnswerYet(t *testing.T) {
+	var out bytes.Buffer
+	w := &progress.Wait{What: "x", Out: &out}
+	w.Start(nil)
+	w.Report()
+	require.Contains(t, out.String(), "waiting for x, no limit\n")
+	require.Contains(t, out.String(), "last answer: none yet\n")
+}
