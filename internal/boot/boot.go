@@ -56,6 +56,20 @@ type Commands interface {
 	Run(ctx context.Context, argv []string) ([]byte, error)
 }
 
+// WaitReporter tells people how a long wait goes (internal/progress): what it waits for, how
+// it checks and its limit at Begin, each answer, how it ended.
+type WaitReporter interface {
+	Begin(what, how string, limit time.Duration)
+	Observe(answer string)
+	Done(outcome string)
+}
+
+type nopWait struct{}
+
+func (nopWait) Begin(string, string, time.Duration) {}
+func (nopWait) Observe(string)                      {}
+func (nopWait) Done(string)                         {}
+
 // Observer hears the boot's progress: the steps of its timeline and the end of each stage.
 // The command line prints outcomes through one; the steps after a stage (evidence, metrics)
 // hang here too. An observer cannot change the boot's course or its exit code: it logs its own
@@ -133,6 +147,10 @@ type Boot struct {
 	Commands  Commands
 	Stderr    io.Writer // the journal under systemd: the TERMINATE summary
 	Observers []Observer
+	Wait      WaitReporter // the registration wait's progress (nil: none)
+	// FileLog writes executor.log only: for events whose stderr line is the command's own
+	// message (an interruption), not to be printed twice. nil: Log.
+	FileLog *zap.Logger
 
 	daemon bool // the whole boot runs in this process (Daemon)
 }

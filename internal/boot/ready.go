@@ -68,16 +68,24 @@ func (b *Boot) awaitSlurm(ctx context.Context) (bool, error) {
 	t0 := b.Clock.Now()
 	log.Info("waiting for the node's Slurm registration", zap.String("node", node), zap.Duration("timeout", b.RegistrationTimeout))
 	last := ""
+	wait := b.Wait
+	if wait == nil {
+		wait = nopWait{}
+	}
+	wait.Begin("node "+node+" to register with the Slurm controller",
+		fmt.Sprintf("scontrol show node %s, every %s", node, b.RegistrationPoll), b.RegistrationTimeout)
 	err := b.Slurm.WaitRegistered(ctx, node, b.RegistrationPoll, b.RegistrationTimeout, func(st slurm.State, err error) {
 		msg := st.String()
 		if err != nil {
 			msg = err.Error()
 		}
+		wait.Observe(msg)
 		if msg != last {
 			log.Debug("registration poll", zap.String("node", node), zap.String("slurm", msg))
 			last = msg
 		}
 	})
+	wait.Done(registrationEnd(ctx, err))
 	b.step(ctx, Step{Kind: StepRegistration, Stage: lifecycle.StageNodeReady, At: t0, Duration: b.since(t0), Detail: registrationEnd(ctx, err)})
 	switch {
 	case err == nil:

@@ -93,7 +93,14 @@ func (b *Boot) finish(ctx context.Context, name string, out stage.Outcome, err e
 		b.Log.Error("executor failed", zap.String("stage", name), zap.Error(err))
 		err = exitcode.Errorf(exitcode.Internal, "%s: %w", name, err)
 	case err == nil && out.Interrupted:
-		err = exitcode.Errorf(exitcode.Interrupted(ctx), "%s interrupted (%s); state saved", name, causeOf(ctx))
+		code := exitcode.Interrupted(ctx)
+		err = exitcode.Errorf(code, "%s interrupted (%s); state saved", name, causeOf(ctx))
+		fl := b.FileLog
+		if fl == nil {
+			fl = b.Log
+		}
+		fl.Warn("interrupted; state saved: running the stage again in this boot resumes it", zap.String("stage", name),
+			zap.String("cause", causeOf(ctx)), zap.Int("exit_code", code))
 	}
 	goesOn := b.daemon && name == lifecycle.StageNodeBootstrapped && err == nil && out.ExitCode != exitcode.Terminate
 	for _, o := range b.Observers {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -54,7 +55,8 @@ func TestDaemonWorstStageIsTheExitCode(t *testing.T) {
 }
 
 func TestDaemonTerminateInBootstrappedSendsNoReady(t *testing.T) {
-	r := newRig(t, Config{OnTerminate: "poweroff"})
+	console := filepath.Join(t.TempDir(), "console")
+	r := newRig(t, Config{OnTerminate: "poweroff", Console: console})
 	r.stages.outcomes[boot] = fail(boot, "fatal", lifecycle.Terminate, 9)
 	err := r.boot.Daemon(context.Background())
 	require.Equal(t, exitcode.Terminate, exitcode.Code(err))
@@ -65,10 +67,11 @@ func TestDaemonTerminateInBootstrappedSendsNoReady(t *testing.T) {
 	require.Contains(t, ev, "STATUS=TERMINATE: the node must be replaced")
 	require.Contains(t, ev, "hook nodeBootstrapped exit=4", "a TERMINATE'd nodeBootstrapped is the daemon's last stage")
 	require.Equal(t, "exec systemctl poweroff", ev[len(ev)-1], "the action comes last")
-	require.Contains(t, r.stderr.String(), "pcs-lifecycle: TERMINATE: pcs-lifecycle: nodeBootstrapped/fatal exit=9")
-	console, err := os.ReadFile(r.boot.Layout.Console())
+	require.Contains(t, r.stderr.String(), "pcs-lifecycle: TERMINATE: nodeBootstrapped/fatal exit=9\n", "one prefix")
+	got, err := os.ReadFile(console)
 	require.NoError(t, err)
-	require.Equal(t, r.stderr.String(), string(console), "the console gets the same summary")
+	require.Equal(t, r.stderr.String(), string(got), "the console gets the same summary")
+	require.NoFileExists(t, r.boot.Layout.Console(), "a sandbox (--root) has no console of its own")
 }
 
 // The defect of issue 7: with --hold-jobs-until-ready, a nodeReady TERMINATE without

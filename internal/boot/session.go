@@ -68,10 +68,13 @@ func Open(ctx context.Context, o Options) (*Session, error) {
 	s.fileLog = logging.New(s.logFile, lvl, nil, 0)
 	s.lock, err = state.Acquire(ctx, s.Layout.LockFile(), o.LockTimeout, state.Holder(o.Holder))
 	if err != nil {
-		s.Close()
 		if ctx.Err() != nil {
+			s.fileLog.Warn("interrupted while waiting for the lock; nothing ran", zap.String("holder", o.Holder),
+				zap.String("cause", causeOf(ctx)), zap.Int("exit_code", exitcode.Interrupted(ctx)))
+			s.Close()
 			return nil, exitcode.Errorf(exitcode.Interrupted(ctx), "interrupted while waiting for the lock")
 		}
+		s.Close()
 		return nil, exitcode.Wrap(exitcode.Internal, err)
 	}
 	s.Node = o.Node
@@ -199,7 +202,7 @@ func (s *Session) Runner(force bool) *stage.Runner {
 func (s *Session) Boot(c Config, r *stage.Runner, sc Slurm, n notify.Notifier, stderr io.Writer) *Boot {
 	c.NodeID = s.Node.NodeID
 	b := &Boot{Config: c, Log: s.Log, Layout: s.Layout, Stages: r, Slurm: sc, Notify: n,
-		Clock: SystemClock{}, Commands: ProcCommands{}, Stderr: stderr}
+		Clock: SystemClock{}, Commands: ProcCommands{}, Stderr: stderr, FileLog: s.fileLog}
 	r.Observer = b
 	return b
 }

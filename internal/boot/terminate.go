@@ -31,15 +31,23 @@ func (b *Boot) terminate(ctx context.Context, out stage.Outcome) {
 	}
 	summary := b.terminateSummary(*fail)
 	fmt.Fprint(b.Stderr, summary)
+	// The console: the one given, else /dev/console on a real node. A sandbox (--root) has no
+	// console of its own: there the journal (stderr) and executor.log get the summary, and no
+	// warning says a console was missing.
 	console := b.Console
-	if console == "" {
+	if console == "" && b.Layout.Root == "/" {
 		console = b.Layout.Console()
 	}
-	if err := appendConsole(console, summary); err != nil {
-		b.Log.Warn("could not write the TERMINATE summary to the console", zap.String("console", console), zap.Error(err))
+	where := "the journal (stderr)"
+	if console != "" {
+		if err := appendConsole(console, summary); err != nil {
+			b.Log.Warn("could not write the TERMINATE summary to the console", zap.String("console", console), zap.Error(err))
+		} else {
+			where += " and " + console
+		}
 	}
-	b.Log.Error("TERMINATE summary written", zap.String("stage", fail.Stage), zap.String("script", fail.Script),
-		zap.String("on_terminate", b.OnTerminate), zap.String("console", console))
+	b.Log.Error("TERMINATE: the node must be replaced; summary written to "+where, zap.String("stage", fail.Stage),
+		zap.String("script", fail.Script), zap.String("on_terminate", b.OnTerminate))
 	argv := terminateArgv(b.OnTerminate)
 	if argv == nil {
 		return
@@ -58,7 +66,7 @@ func (b *Boot) terminate(ctx context.Context, out stage.Outcome) {
 // terminateSummary is the failure, its error and the last 20 lines of its log.
 func (b *Boot) terminateSummary(fail stage.Failure) string {
 	var s strings.Builder
-	fmt.Fprintf(&s, "pcs-lifecycle: TERMINATE: %s\n", FailureText(fail))
+	fmt.Fprintf(&s, "pcs-lifecycle: TERMINATE: %s\n", strings.TrimPrefix(FailureText(fail), "pcs-lifecycle: "))
 	if fail.Err != "" {
 		fmt.Fprintf(&s, "pcs-lifecycle: %s\n", fail.Err)
 	}

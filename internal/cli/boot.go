@@ -11,6 +11,7 @@ import (
 	"github.com/pcs-lifecycle/pcs-lifecycle/internal/boot"
 	"github.com/pcs-lifecycle/pcs-lifecycle/internal/exitcode"
 	"github.com/pcs-lifecycle/pcs-lifecycle/internal/notify"
+	"github.com/pcs-lifecycle/pcs-lifecycle/internal/progress"
 	"github.com/pcs-lifecycle/pcs-lifecycle/internal/slurm"
 	"github.com/pcs-lifecycle/pcs-lifecycle/internal/stage"
 	"github.com/pcs-lifecycle/pcs-lifecycle/internal/state"
@@ -112,7 +113,8 @@ func runBoot(cmd *cobra.Command, o *Options, f *bootFlags, holder, stageName str
 		return err
 	}
 	b := s.Boot(c, f.runner(cmd, s, stageName), f.slurm(), n, cmd.ErrOrStderr())
-	b.Observers = append(b.Observers, outcomePrinter{w: cmd.ErrOrStderr()}, f.after.observer(s))
+	b.Observers = append(b.Observers, &outcomePrinter{w: cmd.ErrOrStderr(), s: s, start: time.Now()}, f.after.observer(s))
+	b.Wait = &progress.Wait{Out: cmd.ErrOrStderr(), Log: s.Log}
 	return fn(ctx, b)
 }
 
@@ -171,25 +173,34 @@ func checkStage(s string) error {
 	return exitcode.Errorf(exitcode.Usage, "--stage %q: must be nodeBootstrapped or nodeReady", s)
 }
 
-// outcomePrinter reports a stage's failures (or that it already ran) on stderr.
+// outcomePrinter reports a stage's failures on stderr, then the stage's summary line.
 type outcomePrinter struct {
 	boot.NopObserver
-	w io.Writer
+	w     io.Writer
+	s     *boot.Session
+	start time.Time // of the stage being run (after the registration wait for nodeReady)
 }
 
-func (p outcomePrinter) StageEnded(_ context.Context, e boot.StageEnd) {
+// Step: the next stage's time starts after READY=1 and after the registration wait.
+func (p *outcomePrinter) Step(_ context.Context, st boot.Step) {
+	if st.Kind == boot.StepReady || st.Kind == boot.StepRegistration {
+		p.start = time.Now()
+	}
+}
+
+func (p *outcomePrinter) StageEnded(_ context.Context, e boot.StageEnd) {
 	out := e.Outcome
-	switch {
-	case e.Err != nil:
+	took := time.Since(p.start)
+	p.start = time.Now()
+	if e.Err != nil {
 		return // the error itself is printed as the command's message
-	case out.AlreadyRan:
-		fmt.Fprintf(p.w, "pcs-lifecycle: %s already ran this boot (%s, exit %d); use --force to run it again\n", out.Stage, out.Status, out.ExitCode)
-	case out.ExitCode != exitcode.OK:
+	}
+	if !out.AlreadyRan {
 		for _, f := range out.Failures {
 			fmt.Fprintf(p.w, "pcs-lifecycle: %s/%s failed (%s) onError=%s\n", f.Stage, f.Script, failureWhat(f), f.OnError)
 		}
-		fmt.Fprintf(p.w, "pcs-lifecycle: exit %d for stage %s\n", out.ExitCode, out.Stage)
 	}
+	stageSummary(p.w, p.s, out, took)
 }
 
 func failureWhat(f stage.Failure) string {

@@ -472,6 +472,8 @@ func testInterruptAndResume(t *testing.T, sig syscall.Signal, exitCode int) {
 	r := p.wait(t, 20*time.Second)
 	require.Equal(t, exitCode, r.code, "%s", r)
 	require.Contains(t, r.stderr, "interrupted")
+	require.Equal(t, 1, strings.Count(r.stderr, "interrupted ("), "said once on stderr: %s", r.stderr)
+	n.requireLog("level", "WARN", "message~", "interrupted; state saved", "stage", bootstrapped, "exit_code", fmt.Sprint(exitCode))
 	eventually(t, 5*time.Second, "the script's group to be gone", func() bool { return !groupAlive(pg) })
 	require.Equal(t, "signal:TERM", n.runs(bootstrapped, "slow")[0].exit)
 	require.Empty(t, n.scriptLog(bootstrapped, "third"))

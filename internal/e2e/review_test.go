@@ -105,6 +105,7 @@ func TestSignalWhileWaitingForLock(t *testing.T) {
 	require.NoError(t, waiter.cmd.Process.Signal(syscall.SIGTERM))
 	r := waiter.wait(t, 10*time.Second)
 	require.Equal(t, 143, r.code, "%s", r)
+	n.requireLog("level", "WARN", "message~", "interrupted while waiting for the lock", "exit_code", "143")
 	require.NoError(t, os.WriteFile(release, nil, 0o644))
 	require.Equal(t, 0, holder.wait(t, 30*time.Second).code)
 }

@@ -191,8 +191,8 @@ func TestSlurmRegistrationTimeout(t *testing.T) {
 	require.Less(t, r.dur, 30*time.Second)
 	require.Contains(t, r.stderr, "did not register")
 	// The wait says what it waits for, its limit and, at its end, the last answer.
-	require.Contains(t, r.stderr, "pcs-lifecycle: waiting for node "+n.name+" to register with the Slurm controller, limit 2s ("+
-		s.Scontrol+" show node "+n.name+", every 200ms)\n")
+	require.Contains(t, r.stderr, "pcs-lifecycle: waiting for node "+n.name+" to register with the Slurm controller, limit 2s (scontrol show node "+
+		n.name+", every 200ms)\n")
 	require.Regexp(t, "pcs-lifecycle: done waiting for node "+n.name+" to register with the Slurm controller after \\S+: timed out \\(last answer: UNKNOWN", r.stderr)
 	l := n.requireLog("level", "ERROR", "message~", "did not register", "stage", ready)
 	require.Equal(t, n.name, l.str("node"))

@@ -16,15 +16,18 @@ import (
 // DefaultInterval is how often a wait says it is still waiting.
 const DefaultInterval = 30 * time.Second
 
-// Wait reports one wait.
+// Wait reports one wait at a time (boot.WaitReporter).
 type Wait struct {
-	What     string        // "node n1 to register with the Slurm controller"
-	How      string        // how it is checked: "scontrol show node n1 every 2s"
-	Limit    time.Duration // 0: none
-	Interval time.Duration // 0: DefaultInterval
 	Out      io.Writer     // people: stderr
 	Log      *zap.Logger   // executor.log
+	Interval time.Duration // 0: DefaultInterval
 	Now      func() time.Time
+	// Manual: no ticker; the caller calls Report (tests).
+	Manual bool
+
+	What  string        // "node n1 to register with the Slurm controller"
+	How   string        // how it is checked: "scontrol show node n1, every 2s"
+	Limit time.Duration // 0: none
 
 	mu     sync.Mutex
 	start  time.Time
@@ -106,8 +109,15 @@ func (w *Wait) Start(tick <-chan time.Time) {
 	}()
 }
 
-// StartTicking is Start with a ticker of Interval; Done stops it.
-func (w *Wait) StartTicking() {
+// Begin starts reporting a wait: what it waits for, how it checks, its limit (0: none); every
+// Interval unless Manual.
+func (w *Wait) Begin(what, how string, limit time.Duration) {
+	w.What, w.How, w.Limit = what, how, limit
+	w.last = ""
+	if w.Manual {
+		w.Start(nil)
+		return
+	}
 	iv := w.Interval
 	if iv <= 0 {
 		iv = DefaultInterval
@@ -147,6 +157,7 @@ func (w *Wait) Done(outcome string) {
 	}
 	if w.ticker != nil {
 		w.ticker.Stop()
+		w.ticker = nil
 	}
 	w.mu.Lock()
 	elapsed, last := w.now().Sub(w.start), w.last

@@ -19,9 +19,8 @@ func TestWait(t *testing.T) {
 	now := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
 	var out bytes.Buffer
 	core, logs := observer.New(zap.InfoLevel)
-	w := &progress.Wait{What: "node n1 to register with the Slurm controller", How: "scontrol show node n1, every 2s",
-		Limit: 30 * time.Minute, Out: &out, Log: zap.New(core), Now: func() time.Time { return now }}
-	w.Start(nil) // the test calls Report as the ticker would
+	w := &progress.Wait{Out: &out, Log: zap.New(core), Now: func() time.Time { return now }, Manual: true}
+	w.Begin("node n1 to register with the Slurm controller", "scontrol show node n1, every 2s", 30*time.Minute)
 	require.Equal(t, "pcs-lifecycle: waiting for node n1 to register with the Slurm controller, limit 30m (scontrol show node n1, every 2s)\n", out.String())
 
 	now = now.Add(30 * time.Second)
@@ -41,8 +40,8 @@ func TestWait(t *testing.T) {
 // TestWaitNoAnswerYet: a report before any answer says so.
 func TestWaitNoAnswerYet(t *testing.T) {
 	var out bytes.Buffer
-	w := &progress.Wait{What: "x", Out: &out}
-	w.Start(nil)
+	w := &progress.Wait{Out: &out, Manual: true}
+	w.Begin("x", "", 0)
 	w.Report()
 	require.Contains(t, out.String(), "waiting for x, no limit\n")
 	require.Contains(t, out.String(), "last answer: none yet\n")
