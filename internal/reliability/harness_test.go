@@ -237,11 +237,12 @@ func (n *node) runWithin(limit time.Duration, args ...string) result {
 	return r
 }
 
-// status runs `status --json`, which must load the state (exit 0, 3 or 4, a JSON document).
+// status runs `status --json`, which must load the state (exit 0, 3 or 4, or 5 when nothing
+// ran on this boot; a JSON document).
 func (n *node) status() *status.Document {
 	n.t.Helper()
 	r := n.runWithin(30*time.Second, "status", "--json")
-	if r.code != 0 && r.code != 3 && r.code != 4 {
+	if r.code != 0 && r.code != 3 && r.code != 4 && r.code != 5 {
 		n.t.Fatalf("status could not load the state: %s", r)
 	}
 	var d status.Document
