@@ -178,7 +178,7 @@ type proc struct {
 	code   int
 	out    string
 	wall   time.Duration
-	maxRSS int64         // KiB, the process's peak resident set (getrusage ru_maxrss)
+	maxRSS int64         // KiB, the process's own peak resident set (VmHWM)
 	cpu    time.Duration // user + system CPU time
 }
 
@@ -195,21 +195,57 @@ func run(t testing.TB, env []string, argv ...string) proc {
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
 	t0 := time.Now()
-	err := cmd.Run()
-	p := proc{wall: time.Since(t0), out: out.String(), code: -1}
-	if cmd.ProcessState != nil {
-		p.code = cmd.ProcessState.ExitCode()
-		fillUsage(&p, cmd)
-	} else {
+	if err := cmd.Start(); err != nil {
 		t.Fatalf("%v: %v", argv, err)
 	}
+	hwm := watchHWM(cmd.Process.Pid, 2*time.Millisecond)
+	_ = cmd.Wait()
+	p := proc{wall: time.Since(t0), out: out.String(), code: cmd.ProcessState.ExitCode()}
+	p.maxRSS = hwm()
+	fillUsage(&p, cmd)
 	return p
 }
 
-// fillUsage copies the finished cmd's peak RSS and CPU time into p.
+// watchHWM samples the process's own peak resident set (VmHWM of /proc/PID/status: its
+// children, the scripts and scontrol, are not counted) every d; the function it returns stops
+// the sampling and gives the largest value seen, in KiB (VmHWM only grows: what is missed is
+// the growth of the last d). getrusage's ru_maxrss cannot serve: for a waited-for child it is
+// the largest of the child and its own children.
+func watchHWM(pid int, d time.Duration) func() int64 {
+	stop := make(chan struct{})
+	done := make(chan int64)
+	go func() {
+		var peak int64
+		path := fmt.Sprintf("/proc/%d/status", pid)
+		tick := time.NewTicker(d)
+		defer tick.Stop()
+		for {
+			if data, err := os.ReadFile(path); err == nil {
+				for _, line := range strings.Split(string(data), "\n") {
+					if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+						if kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64); err == nil {
+							peak = max(peak, kb)
+						}
+					}
+				}
+			}
+			select {
+			case <-stop:
+				done <- peak
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() int64 {
+		close(stop)
+		return <-done
+	}
+}
+
+// fillUsage copies the finished cmd's CPU time (its own and its waited-for children's) into p.
 func fillUsage(p *proc, cmd *exec.Cmd) {
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		p.maxRSS = ru.Maxrss
 		p.cpu = time.Duration(syscall.TimevalToNsec(ru.Utime) + syscall.TimevalToNsec(ru.Stime))
 	}
 }

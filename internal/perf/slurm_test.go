@@ -9,7 +9,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,7 +22,6 @@ import (
 // cluster is a test slurmctld whose log records each registration (debug level, ms times).
 type cluster struct {
 	*testenv.Slurm
-	mu sync.Mutex
 }
 
 func startCluster(t testing.TB, nodes []string) *cluster {
@@ -113,30 +111,57 @@ func (n *node) scriptStarts(t testing.TB, stage string) []time.Time {
 // when it sends READY=1 (slurmd.service is ordered after it). It returns the finished daemon.
 func bootDaemon(t testing.TB, c *cluster, n *node, cfg string, extra ...string) proc {
 	t.Helper()
-	sock := notifytest.Listen(t)
+	p, err := bootWith(notifytest.Listen(t), c, n, cfg, extra...)
+	require.NoError(t, err)
+	return p
+}
+
+// bootWith is bootDaemon for any goroutine, with its notify socket made beforehand.
+func bootWith(sock *notifytest.Socket, c *cluster, n *node, cfg string, extra ...string) (proc, error) {
 	env := append(append([]string(nil), n.env...), "NOTIFY_SOCKET="+sock.Path)
 	argv := n.argv("daemon", append([]string{"--config", cfg, "--boot-id", "b1", "--scontrol", c.Scontrol,
-		"--registration-timeout", "2m"}, extra...)...)
+		"--registration-timeout", "3m"}, extra...)...)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env, cmd.Dir = env, "/"
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	t0 := time.Now()
-	require.NoError(t, cmd.Start())
+	if err := cmd.Start(); err != nil {
+		return proc{}, err
+	}
+	hwm := watchHWM(cmd.Process.Pid, 20*time.Millisecond) // up to 100 at once: not too often
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		_ = cmd.Wait()
 	}()
-	if _, ok := sock.WaitFor("READY=1", 2*time.Minute); ok {
-		c.mu.Lock()
-		c.StartSlurmdNoWait(t, n.id)
-		c.mu.Unlock()
+	var launchErr error
+	if _, ok := sock.WaitFor("READY=1", 5*time.Minute); ok {
+		launchErr = c.LaunchSlurmd(n.id)
+		// A slurmd that exits at once (its port, found free, taken meanwhile on this busy
+		// machine) is started again, as systemd's Restart=on-failure would, up to 5 times.
+		tick := time.NewTicker(500 * time.Millisecond)
+		for tries := 0; launchErr == nil; {
+			select {
+			case <-done:
+			case <-tick.C:
+				if c.SlurmdExited(n.id) && tries < 5 {
+					tries++
+					launchErr = c.LaunchSlurmd(n.id)
+				}
+				continue
+			}
+			break
+		}
+		tick.Stop()
 	}
 	<-done
-	p := proc{code: cmd.ProcessState.ExitCode(), out: out.String(), wall: time.Since(t0)}
+	p := proc{code: cmd.ProcessState.ExitCode(), out: out.String(), wall: time.Since(t0), maxRSS: hwm()}
 	fillUsage(&p, cmd)
-	return p
+	if launchErr != nil {
+		return p, fmt.Errorf("start slurmd of %s: %w", n.id, launchErr)
+	}
+	return p, nil
 }
 
 // TestW5Registration: the time from slurmctld recording a node's registration to the start of

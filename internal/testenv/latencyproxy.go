@@ -50,7 +50,7 @@ func StartLatencyProxy(t testing.TB, upstream string, latency time.Duration) *La
 			r.Out.Host = r.In.Host // the client signed the proxy's host
 		},
 		Transport: &http.Transport{
-			DialContext:         (&net.Dialer{Timeout: 10 * time.Second}).DialContext,
+			DialContext:         (&net.Dialer{Timeout: time.Minute}).DialContext, // transparent on a very busy machine
 			MaxIdleConns:        1024,
 			MaxIdleConnsPerHost: 1024,
 			IdleConnTimeout:     30 * time.Second,

@@ -166,15 +166,20 @@ func lookSlurmBin(name string) (string, error) {
 	return "", fmt.Errorf("%s not found", name)
 }
 
-// slurmFreePort returns a TCP port nothing listens on, on any address (slurmctld and slurmd
-// bind the wildcard address).
-func slurmFreePort() (int, error) {
-	ln, err := net.Listen("tcp", ":0")
-	if err != nil {
-		return 0, err
+// slurmFreePorts returns n distinct TCP ports nothing listens on, on any address (slurmctld
+// and slurmd bind the wildcard address): each is listened on until all are found, then
+// released.
+func slurmFreePorts(n int) ([]int, error) {
+	var ports []int
+	for i := 0; i < n; i++ {
+		ln, err := net.Listen("tcp", ":0")
+		if err != nil {
+			return nil, err
+		}
+		defer ln.Close()
+		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
+	return ports, nil
 }
 
 func (s *Slurm) startMunge() error {
@@ -227,19 +232,18 @@ func (s *Slurm) startMunge() error {
 }
 
 func (s *Slurm) startController(opts SlurmOptions, try int) error {
-	var err error
-	if s.Port, err = slurmFreePort(); err != nil {
-		return err
-	}
-	slurmdPort, err := slurmFreePort()
+	nodes := append(append([]string(nil), opts.Nodes...), opts.FutureNodes...)
+	// All at once, so that no two of them are the same port (one freed port can be handed
+	// out again by the next listen).
+	ports, err := slurmFreePorts(2 + len(nodes))
 	if err != nil {
 		return err
 	}
+	s.Port = ports[0]
+	slurmdPort := ports[1]
 	s.nodePorts = map[string]int{}
-	for _, n := range append(append([]string(nil), opts.Nodes...), opts.FutureNodes...) {
-		if s.nodePorts[n], err = slurmFreePort(); err != nil {
-			return err
-		}
+	for i, n := range nodes {
+		s.nodePorts[n] = ports[2+i]
 	}
 	state := filepath.Join(s.Dir, fmt.Sprintf("state-%d", try))
 	for _, d := range []string{state, filepath.Join(s.Dir, "spool")} {
@@ -451,27 +455,51 @@ func (s *Slurm) StartSlurmd(t testing.TB, node string) {
 // when the unit it is ordered after is ready; the node registers when slurmd gets to it.
 func (s *Slurm) StartSlurmdNoWait(t testing.TB, node string) *slurmProc {
 	t.Helper()
+	p, err := s.launchSlurmd(node)
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	return p
+}
+
+// LaunchSlurmd is StartSlurmdNoWait for any goroutine (it fails with an error, not the test).
+func (s *Slurm) LaunchSlurmd(node string) error {
+	_, err := s.launchSlurmd(node)
+	return err
+}
+
+// SlurmdExited reports whether the slurmd of node was started and has exited (a port taken
+// meanwhile by another process makes it exit at once: LaunchSlurmd again, as systemd's
+// Restart=on-failure would).
+func (s *Slurm) SlurmdExited(node string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.slurmds[node]
+	return p != nil && p.exited()
+}
+
+func (s *Slurm) launchSlurmd(node string) (*slurmProc, error) {
 	if _, ok := s.nodePorts[node]; !ok {
-		t.Fatalf("testenv: node %q is not declared in SlurmOptions.Nodes", node)
+		return nil, fmt.Errorf("node %q is not declared in SlurmOptions.Nodes", node)
 	}
 	s.mu.Lock()
 	if p := s.slurmds[node]; p != nil && !p.exited() {
 		s.mu.Unlock()
-		t.Fatalf("testenv: slurmd of %s already running", node)
+		return nil, fmt.Errorf("slurmd of %s already running", node)
 	}
 	s.mu.Unlock()
 	if err := os.MkdirAll(filepath.Join(s.Dir, "spool", node), 0o755); err != nil {
-		t.Fatalf("testenv: %v", err)
+		return nil, err
 	}
 	p, err := s.start("slurmd-"+node, filepath.Join(s.Dir, "slurmd-"+node+".out"),
 		s.bins.slurmd, "-D", "-f", s.Conf, "-N", node)
 	if err != nil {
-		t.Fatalf("testenv: %v", err)
+		return nil, err
 	}
 	s.mu.Lock()
 	s.slurmds[node] = p
 	s.mu.Unlock()
-	return p
+	return p, nil
 }
 
 func slurmResponding(state string) bool {
