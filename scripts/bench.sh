@@ -21,7 +21,7 @@ rows=${REPORT:-$work/rows.jsonl}
 : >"$rows"
 started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
-t0=$SECONDS
+bench_t0=$SECONDS
 
 # row WORKLOAD MEASURE VALUE UNIT [PEER PEER_VALUE TARGET MET NOTE]
 row() {
@@ -160,7 +160,7 @@ echo "bench: internal/perf at full size (PCS_BENCH=1); this takes a few minutes"
   go test -count=1 -timeout 15m -run "${PERF_RUN:-.}" ./internal/perf/ >"$work/perf.log" 2>&1) || {
   echo "bench: internal/perf failed:" >&2; tail -50 "$work/perf.log" >&2; exit 1; }
 
-python3 - "$rows" "$started" "$load0" "$(cut -d' ' -f1-3 /proc/loadavg)" "$((SECONDS - t0))" "$(nproc)" "$(uname -srm)" <<'PY'
+python3 - "$rows" "$started" "$load0" "$(cut -d' ' -f1-3 /proc/loadavg)" "$((SECONDS - bench_t0))" "$(nproc)" "$(uname -srm)" <<'PY'
 import json, sys
 path, started, load0, load1, secs, cores, kernel = sys.argv[1:]
 rows = [json.loads(l) for l in open(path) if l.strip()]
