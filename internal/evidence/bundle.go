@@ -404,13 +404,10 @@ func Make(in Input, o Options, loc Location) (*Bundle, error) {
 		}
 	}
 	man.Stages = sum.Stages
-	// The manifest last: it lists the other files and counts the redactions.
+	// The manifest last: it lists the other files and counts the redactions in them.
+	man.Redactions = r.n
 	manJSON, err := r.jsonValue(man)
 	if err != nil {
-		return nil, fmt.Errorf("manifest: %w", err)
-	}
-	man.Redactions = r.n
-	if manJSON, err = r.jsonValue(man); err != nil {
 		return nil, fmt.Errorf("manifest: %w", err)
 	}
 	files = append(files, tarFile{dir + "manifest.json", manJSON})

@@ -193,32 +193,44 @@ func TestParseSummary(t *testing.T) {
 func TestAggregate(t *testing.T) {
 	t0 := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
 	code := func(i int) *int { return &i }
-	mk := func(inst string, min int, scripts ...ScriptSum) found {
-		return found{key: inst, s: &Summary{InstanceID: inst, BootID: "b", UploadedAt: t0.Add(time.Duration(min) * time.Minute), Scripts: scripts}}
+	type found struct {
+		key string
+		s   *Summary
+	}
+	mk := func(key, inst string, min int, scripts ...ScriptSum) found {
+		return found{key, &Summary{InstanceID: inst, BootID: "b", UploadedAt: t0.Add(time.Duration(min) * time.Minute), Scripts: scripts}}
 	}
 	got := []found{
-		mk("i-2", 2, ScriptSum{Stage: "nodeReady", Name: "join", State: "failed", ExitCode: code(2), LastLogLine: "second"}),
-		mk("i-1", 1, ScriptSum{Stage: "nodeReady", Name: "join", State: "failed", ExitCode: code(2), LastLogLine: "first"},
+		mk("k2", "i-2", 2, ScriptSum{Stage: "nodeReady", Name: "join", State: "failed", ExitCode: code(2), LastLogLine: "second"}),
+		mk("k1", "i-1", 1, ScriptSum{Stage: "nodeReady", Name: "join", State: "failed", ExitCode: code(2), LastLogLine: "first"},
 			ScriptSum{Stage: "nodeBootstrapped", Name: "setup", State: "succeeded"}),
-		mk("i-1", 3, ScriptSum{Stage: "nodeReady", Name: "join", State: "download_failed", Error: "404"}),
-		mk("i-3", 4, ScriptSum{Stage: "nodeReady", Name: "join", State: "failed", ExitCode: code(1), LastLogLine: "latest"},
+		mk("k3", "i-1", 3, ScriptSum{Stage: "nodeReady", Name: "join", State: "download_failed", Error: "404"}),
+		mk("k4", "i-3", 4, ScriptSum{Stage: "nodeReady", Name: "join", State: "failed", ExitCode: code(1), LastLogLine: "latest"},
 			ScriptSum{Stage: "nodeReady", Name: "join", State: "failed", ExitCode: code(1)}),
+		mk("k0", "i-4", 4, ScriptSum{Stage: "nodeReady", Name: "join", State: "failed", ExitCode: code(1), LastLogLine: "same time, lower key"}),
 	}
-	rep := &Report{}
-	aggregate(rep, got)
-	require.Equal(t, 4, rep.Summaries)
-	require.Equal(t, 3, rep.Instances)
-	require.Len(t, rep.Scripts, 2)
-	require.Equal(t, "setup", rep.Scripts[0].Script, "nodeBootstrapped first")
-	j := rep.Scripts[1]
-	require.Equal(t, 4, j.Failures, "a script listed twice in one summary counts once")
-	require.Equal(t, 3, j.Nodes)
-	require.Equal(t, 2, *j.CommonExitCode)
-	require.Equal(t, 2, j.CommonExitCount)
-	require.Equal(t, t0.Add(time.Minute), *j.FirstSeen)
-	require.Equal(t, t0.Add(4*time.Minute), *j.LastSeen)
-	require.Equal(t, "latest", j.LastLogLine)
-	require.Equal(t, "i-3", j.LastInstance)
+	// The order summaries arrive in (concurrent reads) does not change the report.
+	for _, order := range [][]int{{0, 1, 2, 3, 4}, {4, 3, 2, 1, 0}, {2, 4, 0, 3, 1}} {
+		g := newAggregator()
+		for _, i := range order {
+			g.add(got[i].key, got[i].s)
+		}
+		rep := &Report{}
+		g.report(rep)
+		require.Equal(t, 5, rep.Summaries)
+		require.Equal(t, 4, rep.Instances)
+		require.Len(t, rep.Scripts, 2)
+		require.Equal(t, "setup", rep.Scripts[0].Script, "nodeBootstrapped first")
+		j := rep.Scripts[1]
+		require.Equal(t, 5, j.Failures, "a script listed twice in one summary counts once")
+		require.Equal(t, 4, j.Nodes)
+		require.Equal(t, 1, *j.CommonExitCode, "2 and 1 both twice: the lower")
+		require.Equal(t, 2, j.CommonExitCount)
+		require.Equal(t, t0.Add(time.Minute), *j.FirstSeen)
+		require.Equal(t, t0.Add(4*time.Minute), *j.LastSeen)
+		require.Equal(t, "latest", j.LastLogLine, "at the same time, the higher key")
+		require.Equal(t, "i-3", j.LastInstance)
+	}
 }
 
 func TestParseSince(t *testing.T) {

@@ -86,12 +86,6 @@ type Row struct {
 	LastError    string `json:"last_error,omitempty"`
 }
 
-// found is one summary read.
-type found struct {
-	key string
-	s   *Summary
-}
-
 // listPrefix narrows the listing to the cluster, node group and instance asked for, as far as
 // they are given from the top.
 func (o ReportOptions) listPrefix() string {
@@ -143,7 +137,7 @@ func BuildReport(ctx context.Context, client ReadAPI, o ReportOptions) (*Report,
 		rep.Skipped = append(rep.Skipped, Skipped{Key: key, Reason: why})
 		mu.Unlock()
 	}
-	var got []found
+	agg := newAggregator()
 	keys := make(chan string, conc*4)
 	var wg sync.WaitGroup
 	for range conc {
@@ -163,9 +157,7 @@ func BuildReport(ctx context.Context, client ReadAPI, o ReportOptions) (*Report,
 					o.Cluster != "" && s.ClusterID != o.Cluster {
 					continue
 				}
-				mu.Lock()
-				got = append(got, found{key, s})
-				mu.Unlock()
+				agg.add(key, s)
 			}
 		}()
 	}
@@ -214,7 +206,7 @@ func BuildReport(ctx context.Context, client ReadAPI, o ReportOptions) (*Report,
 	if listErr != nil {
 		return nil, listErr
 	}
-	aggregate(rep, got)
+	agg.report(rep)
 	sort.Slice(rep.Skipped, func(i, j int) bool { return rep.Skipped[i].Key < rep.Skipped[j].Key })
 	return rep, nil
 }
@@ -279,65 +271,75 @@ func cut(s string) string {
 	return s
 }
 
-// aggregate folds the summaries into rows: per stage and script, in a deterministic order.
-func aggregate(rep *Report, got []found) {
-	sort.Slice(got, func(i, j int) bool {
-		a, b := got[i].s.UploadedAt, got[j].s.UploadedAt
-		if !a.Equal(b) {
-			return a.Before(b)
+// aggregator folds summaries into rows as they are read (the summaries themselves are not
+// kept): the result does not depend on the order they arrive in, since the latest failure is
+// chosen by (time, key).
+type aggregator struct {
+	mu        sync.Mutex
+	rows      map[[2]string]*acc
+	instances map[string]bool
+	summaries int
+}
+
+type acc struct {
+	row     Row
+	lastKey string
+	nodes   map[string]bool
+	codes   map[int]int
+}
+
+func newAggregator() *aggregator {
+	return &aggregator{rows: map[[2]string]*acc{}, instances: map[string]bool{}}
+}
+
+// add folds one summary, read from key, in.
+func (g *aggregator) add(key string, s *Summary) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.summaries++
+	g.instances[s.InstanceID] = true
+	seen := map[[2]string]bool{}
+	for _, x := range s.Scripts {
+		k := [2]string{x.Stage, x.Name}
+		if seen[k] {
+			continue // listed twice in one summary: counted once
 		}
-		return got[i].key < got[j].key
-	})
-	type acc struct {
-		row   Row
-		nodes map[string]bool
-		codes map[int]int
-		last  time.Time
-	}
-	rows := map[[2]string]*acc{}
-	instances := map[string]bool{}
-	for _, f := range got {
-		s := f.s
-		instances[s.InstanceID] = true
-		seen := map[[2]string]bool{}
-		for _, x := range s.Scripts {
-			k := [2]string{x.Stage, x.Name}
-			if seen[k] {
-				continue // listed twice in one summary: counted once
-			}
-			seen[k] = true
-			a := rows[k]
-			if a == nil {
-				a = &acc{row: Row{Stage: x.Stage, Script: x.Name}, nodes: map[string]bool{}, codes: map[int]int{}}
-				rows[k] = a
-			}
-			a.row.Boots++
-			if !x.Failed() {
-				continue
-			}
-			a.row.Failures++
-			a.nodes[s.InstanceID] = true
-			when := s.UploadedAt
-			if x.StartedAt != nil && !x.StartedAt.IsZero() {
-				when = *x.StartedAt
-			}
-			when = when.UTC()
-			if a.row.FirstSeen == nil || when.Before(*a.row.FirstSeen) {
-				t := when
-				a.row.FirstSeen = &t
-			}
-			if a.row.LastSeen == nil || !when.Before(*a.row.LastSeen) {
-				t := when
-				a.row.LastSeen = &t
-				a.row.LastInstance, a.row.LastBootID, a.row.LastLogLine, a.row.LastError = s.InstanceID, s.BootID, x.LastLogLine, x.Error
-			}
-			if x.ExitCode != nil {
-				a.codes[*x.ExitCode]++
-			}
+		seen[k] = true
+		a := g.rows[k]
+		if a == nil {
+			a = &acc{row: Row{Stage: x.Stage, Script: x.Name}, nodes: map[string]bool{}, codes: map[int]int{}}
+			g.rows[k] = a
+		}
+		a.row.Boots++
+		if !x.Failed() {
+			continue
+		}
+		a.row.Failures++
+		a.nodes[s.InstanceID] = true
+		when := s.UploadedAt
+		if x.StartedAt != nil && !x.StartedAt.IsZero() {
+			when = *x.StartedAt
+		}
+		when = when.UTC()
+		if a.row.FirstSeen == nil || when.Before(*a.row.FirstSeen) {
+			t := when
+			a.row.FirstSeen = &t
+		}
+		if a.row.LastSeen == nil || when.After(*a.row.LastSeen) || when.Equal(*a.row.LastSeen) && key > a.lastKey {
+			t := when
+			a.row.LastSeen, a.lastKey = &t, key
+			a.row.LastInstance, a.row.LastBootID, a.row.LastLogLine, a.row.LastError = s.InstanceID, s.BootID, x.LastLogLine, x.Error
+		}
+		if x.ExitCode != nil {
+			a.codes[*x.ExitCode]++
 		}
 	}
-	rep.Summaries, rep.Instances = len(got), len(instances)
-	for _, a := range rows {
+}
+
+// report fills rep's counts and rows, in a deterministic order.
+func (g *aggregator) report(rep *Report) {
+	rep.Summaries, rep.Instances = g.summaries, len(g.instances)
+	for _, a := range g.rows {
 		a.row.Nodes = len(a.nodes)
 		for code, n := range a.codes {
 			if n > a.row.CommonExitCount || n == a.row.CommonExitCount && a.row.CommonExitCode != nil && code < *a.row.CommonExitCode {
