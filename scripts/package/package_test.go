@@ -8,6 +8,7 @@ package packaging_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -34,6 +35,8 @@ const (
 	dropInShared = "/usr/share/pcs-lifecycle/slurmd.service.d/10-pcs-lifecycle.conf"
 	installHint  = "apt-get install -y dpkg rpm man-db bash-completion systemd"
 	lockFile     = "/run/lock/pcs-lifecycle-package-test.lock"
+	// markerFile exists while TestDeb has the machine changed (what to undo).
+	markerFile = "/var/tmp/pcs-lifecycle-package-test.json"
 )
 
 // The trees outside the package that the test leaves behind by design (state, cache, logs) and
@@ -171,6 +174,34 @@ func dpkgStatus(t *testing.T) string {
 	return strings.TrimSpace(out)
 }
 
+// restore is what the machine was like before TestDeb, kept in markerFile while the test runs.
+type restore struct {
+	DropInDirExisted bool     // /etc/systemd/system/slurmd.service.d was there
+	Created          []string // parents of nodeTrees that were not (such as /var/lib/amazon)
+}
+
+// undo purges the package, removes the node's files and the drop-in link, and the marker.
+func (r restore) undo(t *testing.T) {
+	if s := dpkgStatus(t); s != "" && !strings.HasSuffix(s, "not-installed") {
+		out, err := run(t, nil, "dpkg", "--purge", pkgName)
+		if err != nil {
+			t.Errorf("cleanup: dpkg --purge: %v\n%s", err, out)
+			return
+		}
+	}
+	_ = os.Remove(dropInLink)
+	if !r.DropInDirExisted {
+		_ = os.Remove(filepath.Dir(dropInLink))
+	}
+	for _, p := range nodeTrees {
+		_ = os.RemoveAll(p)
+	}
+	for _, d := range r.Created {
+		_ = os.Remove(d) // only when empty: something else may have put files there since
+	}
+	_ = os.Remove(markerFile)
+}
+
 // lockMachine serialises the test between worktrees sharing this machine.
 func lockMachine(t *testing.T) {
 	t.Helper()
@@ -187,6 +218,15 @@ func TestDeb(t *testing.T) {
 	require.Equal(t, 0, os.Geteuid(), "dpkg -i needs root: run make package-test as root")
 	lockMachine(t)
 
+	// A run that died before its cleanup (a go test timeout runs none) left its marker: put
+	// the machine back first, as that run would have.
+	if m, err := os.ReadFile(markerFile); err == nil {
+		var prev restore
+		require.NoError(t, json.Unmarshal(m, &prev), "%s", markerFile)
+		t.Logf("an earlier run did not clean up (%s): cleaning up after it", markerFile)
+		prev.undo(t)
+	}
+
 	// The machine must not hold the package nor a node's files: the test would change them.
 	st := dpkgStatus(t)
 	require.True(t, st == "" || strings.HasPrefix(st, "unknown ") || strings.HasSuffix(st, "not-installed"),
@@ -194,32 +234,16 @@ func TestDeb(t *testing.T) {
 	for _, p := range append([]string{binary, dropInLink}, nodeTrees...) {
 		require.False(t, exists(p), "%s exists on this machine; the test would change it: remove it first", p)
 	}
-	dropInDirExisted := exists(filepath.Dir(dropInLink))
-	var created []string // parents of nodeTrees that did not exist (e.g. /var/lib/amazon)
+	r := restore{DropInDirExisted: exists(filepath.Dir(dropInLink))}
 	for _, p := range nodeTrees {
 		if d := filepath.Dir(p); !exists(d) {
-			created = append(created, d)
+			r.Created = append(r.Created, d)
 		}
 	}
-	t.Cleanup(func() {
-		// Whatever happened: the package purged, the node's files and the link gone.
-		if s := dpkgStatus(t); s != "" && !strings.HasSuffix(s, "not-installed") {
-			out, err := run(t, nil, "dpkg", "--purge", pkgName)
-			if err != nil {
-				t.Errorf("cleanup: dpkg --purge: %v\n%s", err, out)
-			}
-		}
-		_ = os.Remove(dropInLink)
-		if !dropInDirExisted {
-			_ = os.Remove(filepath.Dir(dropInLink))
-		}
-		for _, p := range nodeTrees {
-			_ = os.RemoveAll(p)
-		}
-		for _, d := range created {
-			_ = os.Remove(d) // only when empty: something else may have put files there since
-		}
-	})
+	marker, merr := json.Marshal(r)
+	require.NoError(t, merr)
+	require.NoError(t, os.WriteFile(markerFile, marker, 0o644))
+	t.Cleanup(func() { r.undo(t) })
 
 	// A lifecycle script served over HTTPS by a server with its own CA.
 	srv := testenv.StartTLS(t, testenv.NewFiles(map[string][]byte{
@@ -317,7 +341,7 @@ printf 'reply:%s\n' "${COMPREPLY[@]}"`
 	}
 
 	t.Log("daemon mode's drop-in, turned on as docs/install.md says")
-	if !dropInDirExisted {
+	if !r.DropInDirExisted {
 		require.NoError(t, os.MkdirAll(filepath.Dir(dropInLink), 0o755))
 	}
 	require.NoError(t, os.Symlink(dropInShared, dropInLink))
