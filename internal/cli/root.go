@@ -114,6 +114,7 @@ func NewRoot() *cobra.Command {
 	root.AddCommand(newRunCmd(o), newFetchCmd(o), newPlanCmd(o), newStatusCmd(o),
 		newValidateCmd(o), newVersionCmd(), newDaemonCmd(o), newWaitCmd(o), newTryCmd(o), newConvertCmd())
 	root.AddCommand(newReportCmd(o))
+	applyHelp(root)
 	return root
 }
 

@@ -15,7 +15,7 @@ func newStatusCmd(o *Options) *cobra.Command {
 	var views statusViews
 	cmd := &cobra.Command{
 		Use:   "status [--json]",
-		Short: "Per stage and script: policy, last result, exit code, start, duration, runs",
+		Short: "The node on this boot: each stage and script, its state and why, its last run (exit code: the verdict)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if other, err := views.wanted(&asJSON); err != nil || other {
