@@ -7,6 +7,7 @@ package progress
 import (
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"time"
 
@@ -126,8 +127,16 @@ func (w *Wait) Begin(what, how string, limit time.Duration) {
 	w.Start(w.ticker.C)
 }
 
-// Observe records the latest answer (the node's Slurm state, or the error of the check).
+// MaxAnswer bounds the answer quoted in a line (its first line only).
+const MaxAnswer = 120
+
+// Observe records the latest answer (the node's Slurm state, or the error of the check): its
+// first line, at most MaxAnswer characters.
 func (w *Wait) Observe(answer string) {
+	answer, _, _ = strings.Cut(strings.TrimSpace(answer), "\n")
+	if r := []rune(answer); len(r) > MaxAnswer {
+		answer = string(r[:MaxAnswer-1]) + "…"
+	}
 	w.mu.Lock()
 	w.last = answer
 	w.mu.Unlock()

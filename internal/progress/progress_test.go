@@ -45,4 +45,12 @@ func TestWaitNoAnswerYet(t *testing.T) {
 	w.Report()
 	require.Contains(t, out.String(), "waiting for x, no limit\n")
 	require.Contains(t, out.String(), "last answer: none yet\n")
+
+	// A long, many-line answer (scontrol's errors) is quoted by its first line, bounded.
+	w.Observe("scontrol: error: " + strings.Repeat("x", 300) + "\nscontrol: fatal: more")
+	w.Done("Slurm not configured")
+	last := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	require.NotContains(t, last[len(last)-1], "fatal")
+	require.Contains(t, last[len(last)-1], "…)")
+	require.Less(t, len([]rune(last[len(last)-1])), 250)
 }
