@@ -269,6 +269,19 @@ func (e *Error) detail() string {
 	}
 	oe, ok := e.Err.(*smithy.OperationError)
 	if !ok {
+		// A network failure of an https:// download: the innermost error, without net/http's
+		// `Get "URL": ` (the URL is the line's own).
+		var (
+			dns *net.DNSError
+			op  *net.OpError
+		)
+		switch {
+		case e.Kind != Network:
+		case errors.As(e.Err, &dns):
+			return dns.Error()
+		case errors.As(e.Err, &op):
+			return op.Error()
+		}
 		return e.Err.Error()
 	}
 	var apiErr smithy.APIError

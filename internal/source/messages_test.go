@@ -98,7 +98,7 @@ func TestNetworkMessages(t *testing.T) {
 		{"dns", "https://no-such-host.invalid/x.sh", "download https://no-such-host.invalid/x.sh: DNS lookup of no-such-host.invalid failed after 1 attempt: "},
 		{"tls to a plain http server", "https://" + plain.Listener.Addr().String() + "/x.sh",
 			"TLS handshake failed (the server did not answer in TLS: is it plain http?) after 1 attempt: "},
-		{"refused", "https://" + closed + "/x.sh", "connection refused after 1 attempt: "},
+		{"refused", "https://" + closed + "/x.sh", "download https://" + closed + "/x.sh: connection refused after 1 attempt: dial tcp " + closed + ": connect: connection refused"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := New(quick(1)).Fetch(testContext(t), src(tc.loc))
