@@ -46,7 +46,7 @@ func newPlanCmd(o *Options) *cobra.Command {
 func writePlan(cmd *cobra.Command, items []stage.PlanItem, wide bool) error {
 	t := &nodestatus.Table{Width: nodestatus.DefaultWidth, Wide: wide}
 	if wide {
-		t.Row("STATE", "SCRIPT", "POLICY", "WHY", "CACHE")
+		t.Row("STATE", "SCRIPT", "POLICY", "CACHE", "WHY")
 	} else {
 		t.Row("STATE", "SCRIPT", "POLICY", "WHY")
 	}
@@ -65,7 +65,10 @@ func writePlan(cmd *cobra.Command, items []stage.PlanItem, wide bool) error {
 		name := it.Stage + "/" + it.Script.Name
 		switch {
 		case wide:
-			t.Row(it.State, name, string(it.Script.ExecutionPolicy), why, cache)
+			if cache == "" {
+				cache = "-"
+			}
+			t.Row(it.State, name, string(it.Script.ExecutionPolicy), cache, why)
 		case cache != "":
 			t.Row(it.State, name, string(it.Script.ExecutionPolicy), why+"; "+cache)
 		default:

@@ -200,14 +200,14 @@ func parsePlan(t testing.TB, out string) map[string]planLine {
 	sep := regexp.MustCompile(`\s{2,}`)
 	for i, l := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
 		if i == 0 {
-			require.Equal(t, []string{"STATE", "SCRIPT", "POLICY", "WHY", "CACHE"}, sep.Split(l, -1), "plan --wide heading")
+			require.Equal(t, []string{"STATE", "SCRIPT", "POLICY", "CACHE", "WHY"}, sep.Split(l, -1), "plan --wide heading")
 			continue
 		}
 		f := sep.Split(strings.TrimSpace(l), -1)
-		require.GreaterOrEqual(t, len(f), 4, "plan line %q", l)
-		p := planLine{verb: f[0], script: f[1], policy: f[2], reason: f[3]}
-		if len(f) > 4 {
-			p.cache = f[4]
+		require.Len(t, f, 5, "plan line %q", l)
+		p := planLine{verb: f[0], script: f[1], policy: f[2], reason: f[4], cache: f[3]}
+		if p.cache == "-" {
+			p.cache = ""
 		}
 		require.Contains(t, status.ScriptStates, p.verb, "plan line %q", l)
 		m[p.script] = p
