@@ -54,8 +54,10 @@ type Timeline struct {
 	Start      time.Time `json:"start"`
 	End        time.Time `json:"end"`
 	// TotalMS runs from the first step's start to the last step's end.
-	TotalMS int64   `json:"total_ms"`
-	Entries []Entry `json:"entries"`
+	TotalMS int64 `json:"total_ms"`
+	// ReadyEndMS is when nodeReady ended, from the start: the boot's work is done then.
+	ReadyEndMS *int64  `json:"node_ready_end_ms,omitempty"`
+	Entries    []Entry `json:"entries"`
 }
 
 func ms(d int64) *int64 { return &d }
@@ -142,6 +144,9 @@ func Build(st *state.State, bootID string) *Timeline {
 	}
 	tl.Start, tl.End = tl.Start.UTC(), tl.End.UTC()
 	tl.TotalMS = tl.End.Sub(tl.Start).Milliseconds()
+	if sr := b.Stages[lifecycle.StageNodeReady]; sr != nil && sr.EndedAt != nil && !sr.Status.Resumable() {
+		tl.ReadyEndMS = ms(sr.EndedAt.Sub(tl.Start).Milliseconds())
+	}
 	return tl
 }
 
@@ -203,7 +208,13 @@ func WriteText(w io.Writer, tl *Timeline, byDuration bool) error {
 		}
 		fmt.Fprintf(tw, "+%s\t%s\t %s\n", Seconds(e.OffsetMS), dur, describe(e, true))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if tl.ReadyEndMS != nil {
+		fmt.Fprintf(w, "nodeReady ended at +%s\n", Seconds(*tl.ReadyEndMS))
+	}
+	return nil
 }
 
 // describe is an entry's text; nested indents a stage's scripts under it.

@@ -61,6 +61,7 @@ func TestBuild(t *testing.T) {
 	require.Equal(t, []string{"executor started", "nodeBootstrapped", "downloads", "nodeBootstrapped/setup", "nodeBootstrapped/mount fs",
 		"READY=1", "registration wait", "nodeReady", "nodeReady/join", "evidence upload"}, names)
 	require.EqualValues(t, 8900, tl.TotalMS)
+	require.EqualValues(t, 8800, *tl.ReadyEndMS)
 	var slow []string
 	for _, e := range tl.ByDuration() {
 		slow = append(slow, e.Name)
