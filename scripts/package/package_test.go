@@ -439,37 +439,49 @@ func TestRPM(t *testing.T) {
 	require.FileExists(t, state)
 	requireFiles(t, root, files)
 
+	// Daemon mode turned on as docs/install.md says (the links `systemctl enable` makes).
+	wants := filepath.Join(root, "etc/systemd/system/multi-user.target.wants/pcs-lifecycle.service")
+	link := filepath.Join(root, dropInLink)
+	for _, d := range []string{filepath.Dir(wants), filepath.Dir(link)} {
+		require.NoError(t, os.MkdirAll(d, 0o755))
+	}
+	require.NoError(t, os.Symlink("/usr/lib/systemd/system/pcs-lifecycle.service", wants))
+	require.NoError(t, os.Symlink(dropInShared, link))
+
 	rpm("-e", pkgName)
 	require.NoFileExists(t, filepath.Join(root, binary))
+	require.False(t, isLink(wants), "erase removes the enablement link")
+	require.False(t, isLink(link), "erase removes the drop-in link")
 	require.FileExists(t, state, "erase keeps the state")
 	require.FileExists(t, sysconfig+".rpmsave", "erase keeps the changed configuration as .rpmsave")
 }
 
-// shellInto copies /bin/sh with the libraries it loads into root, for rpm's scriptlets.
+// shellInto copies /bin/sh, rm and rmdir with the libraries they load into root, for rpm's
+// scriptlets (as the smallest system they run on: no systemctl, no running systemd).
 func shellInto(t *testing.T, root string) {
 	t.Helper()
-	sh, err := filepath.EvalSymlinks("/bin/sh")
-	require.NoError(t, err)
-	paths := []string{sh}
-	out := mustRun(t, "ldd", sh)
-	for _, l := range strings.Split(out, "\n") {
-		for _, f := range strings.Fields(l) {
-			if strings.HasPrefix(f, "/") {
-				paths = append(paths, f)
+	for _, tool := range []string{"/bin/sh", "/bin/rm", "/bin/rmdir"} {
+		real, err := filepath.EvalSymlinks(tool)
+		require.NoError(t, err)
+		paths := []string{real}
+		out := mustRun(t, "ldd", real)
+		for _, l := range strings.Split(out, "\n") {
+			for _, f := range strings.Fields(l) {
+				if strings.HasPrefix(f, "/") {
+					paths = append(paths, f)
+				}
 			}
 		}
-	}
-	for _, p := range paths {
-		data, err := os.ReadFile(p)
-		require.NoError(t, err)
-		dst := filepath.Join(root, p)
-		require.NoError(t, os.MkdirAll(filepath.Dir(dst), 0o755))
-		require.NoError(t, os.WriteFile(dst, data, 0o755))
-	}
-	if sh != "/bin/sh" {
-		require.NoError(t, os.MkdirAll(filepath.Join(root, "bin"), 0o755))
-		if !exists(filepath.Join(root, "bin/sh")) {
-			require.NoError(t, os.Symlink(sh, filepath.Join(root, "bin/sh")))
+		for _, p := range paths {
+			data, err := os.ReadFile(p)
+			require.NoError(t, err)
+			dst := filepath.Join(root, p)
+			require.NoError(t, os.MkdirAll(filepath.Dir(dst), 0o755))
+			require.NoError(t, os.WriteFile(dst, data, 0o755))
+		}
+		if dst := filepath.Join(root, tool); real != tool && !exists(dst) {
+			require.NoError(t, os.MkdirAll(filepath.Dir(dst), 0o755))
+			require.NoError(t, os.Symlink(real, dst))
 		}
 	}
 }
