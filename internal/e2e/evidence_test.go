@@ -499,3 +499,42 @@ func TestEvidenceAndMetricsFlagsChecked(t *testing.T) {
 	r = n.requireRun(5, "status", "--timeline")
 	require.Contains(t, r.stderr, "nothing recorded on boot")
 }
+
+// TestEvidenceDaemonOneBundlePerBoot: under daemon, a failure in nodeBootstrapped under
+// CONTINUE is packed after nodeReady (READY=1 never waits on S3), in one bundle for the boot;
+// a TERMINATE is packed at once.
+func TestEvidenceDaemonOneBundlePerBoot(t *testing.T) {
+	t.Parallel()
+	b := newBucket(t)
+	srv := testenv.SharedS3(t)
+	p := testenv.StartFaultProxy(t, testenv.FaultOptions{Upstream: strings.TrimPrefix(srv.Endpoint, "http://")})
+	soft := b.put(t, "soft.sh", sh(`echo "soft failure"; exit 3`))
+	okLoc := b.put(t, "ok.sh", sh(`true`))
+	hard := b.put(t, "hard.sh", sh(`exit 9`))
+	noSlurm := []string{"--scontrol", filepath.Join(t.TempDir(), "no-scontrol"), "--no-config-grace", "0"}
+
+	n := newNode(t, withEnv("AWS_ENDPOINT_URL_S3", p.URL))
+	cfg := n.writeConfig(stages([]scriptDef{script("soft", soft).onErr("CONTINUE")}, []scriptDef{script("join", okLoc)}))
+	n.requireRun(3, "daemon", append([]string{"--config", cfg, "--evidence-uri", "s3://" + b.name + "/d/", "--evidence-on", "failure"}, noSlurm...)...)
+	puts := p.Requests("/d/")
+	require.Len(t, puts, 2, "one bundle and its summary for the boot")
+	var sum evidence.Summary
+	require.NoError(t, json.Unmarshal(b.get(t, "d/"+clusterID+"/"+cngID+"/"+n.instance+"/"+n.bootID()+".json"), &sum))
+	require.Equal(t, ready, sum.Stage, "made after nodeReady")
+	require.Equal(t, evidence.OnFailure, sum.Trigger)
+	require.Len(t, sum.Stages, 2)
+	var marks []string
+	for _, l := range n.executorLog() {
+		if m := l.str("message"); m == "evidence uploaded" || m == "node registered with Slurm" || strings.HasPrefix(m, "Slurm is not configured") {
+			marks = append(marks, m)
+		}
+	}
+	require.Equal(t, "evidence uploaded", marks[len(marks)-1], "after the registration step: %v", marks)
+
+	t2 := newNode(t, withEnv("AWS_ENDPOINT_URL_S3", p.URL))
+	cfg = t2.writeConfig(stages([]scriptDef{script("hard", hard)}, []scriptDef{script("join", okLoc)}))
+	t2.requireRun(4, "daemon", append([]string{"--config", cfg, "--evidence-uri", "s3://" + b.name + "/t/"}, noSlurm...)...)
+	require.NoError(t, json.Unmarshal(b.get(t, "t/"+clusterID+"/"+cngID+"/"+t2.instance+"/"+t2.bootID()+".json"), &sum))
+	require.Equal(t, bootstrapped, sum.Stage)
+	require.Equal(t, evidence.OnTerminate, sum.Trigger)
+}
