@@ -102,6 +102,9 @@ func (b *Boot) finish(ctx context.Context, name string, out stage.Outcome, err e
 		fl.Warn("interrupted; state saved: running the stage again in this boot resumes it", zap.String("stage", name),
 			zap.String("cause", causeOf(ctx)), zap.Int("exit_code", code))
 	}
+	if err == nil && out.ExitCode == exitcode.Terminate {
+		b.writeTerminateSummary(out)
+	}
 	goesOn := b.daemon && name == lifecycle.StageNodeBootstrapped && err == nil && out.ExitCode != exitcode.Terminate
 	for _, o := range b.Observers {
 		o.StageEnded(ctx, StageEnd{Stage: name, Outcome: out, Err: err, Final: !goesOn})

@@ -17,16 +17,23 @@ import (
 	"github.com/pcs-lifecycle/pcs-lifecycle/pkg/lifecycle"
 )
 
-// terminate writes the TERMINATE summary to Stderr (the journal) and the console, then takes
-// the --on-terminate action.
-func (b *Boot) terminate(ctx context.Context, out stage.Outcome) {
+// terminateFailure is the failure under TERMINATE in out, or nil.
+func terminateFailure(out stage.Outcome) *stage.Failure {
 	var fail *stage.Failure
 	for i := range out.Failures {
 		if out.Failures[i].OnError == lifecycle.Terminate {
 			fail = &out.Failures[i]
 		}
 	}
-	if fail == nil {
+	return fail
+}
+
+// writeTerminateSummary writes the TERMINATE summary to Stderr (the journal) and the console.
+// It comes before the observers hear of the stage's end (finish), so the stage's summary line
+// printed by the command line is the run's last; the action comes after them (terminate).
+func (b *Boot) writeTerminateSummary(out stage.Outcome) {
+	fail := terminateFailure(out)
+	if fail == nil || out.AlreadyRan {
 		return
 	}
 	summary := b.terminateSummary(*fail)
@@ -48,6 +55,14 @@ func (b *Boot) terminate(ctx context.Context, out stage.Outcome) {
 	}
 	b.Log.Error("TERMINATE: the node must be replaced; summary written to "+where, zap.String("stage", fail.Stage),
 		zap.String("script", fail.Script), zap.String("on_terminate", b.OnTerminate))
+}
+
+// terminate takes the --on-terminate action after a TERMINATE (its summary was written when
+// the stage ended: writeTerminateSummary).
+func (b *Boot) terminate(ctx context.Context, out stage.Outcome) {
+	if terminateFailure(out) == nil {
+		return
+	}
 	argv := terminateArgv(b.OnTerminate)
 	if argv == nil {
 		return

@@ -134,7 +134,7 @@ func TestTerminateIsFinal(t *testing.T) {
 	require.NotContains(t, r.stderr, "could not write the TERMINATE summary")
 	require.Contains(t, r.stderr, "pcs-lifecycle: TERMINATE: nodeBootstrapped/fails exit=1\n")
 	require.NotContains(t, r.stderr, "TERMINATE: pcs-lifecycle:")
-	require.Regexp(t, `pcs-lifecycle: exit 4 for stage nodeBootstrapped after \S+: 1 ran \(1 failed\), 0 skipped, 1 not run\n`, r.stderr)
+	require.Regexp(t, `pcs-lifecycle: exit 4 for stage nodeBootstrapped after \S+: 1 ran \(1 failed\), 0 skipped, 1 not run\n$`, r.stderr)
 	n.requireLog("level", "ERROR", "message", "TERMINATE: the node must be replaced; summary written to the journal (stderr)")
 	n.requireLog("level", "INFO", "message", "stage summary", "stage", bootstrapped, "exit_code", "4", "not_run", "1")
 	require.Empty(t, n.find("message~", "could not write"))
