@@ -131,7 +131,13 @@ func openLogger(l paths.Layout, level string, console io.Writer) (*zap.Logger, *
 	if err != nil {
 		return nil, nil, exitcode.Errorf(exitcode.Internal, "executor log: %w", err)
 	}
-	return logging.New(f, lvl, console, zapcore.WarnLevel), f, nil
+	consoleLevel := zapcore.WarnLevel
+	if notify.IsJournal(console) {
+		// Under systemd the journal is where an operator looks (journalctl -u): each script's
+		// start, end and skip, with its stage, goes there too, not only to executor.log.
+		consoleLevel = zapcore.InfoLevel
+	}
+	return logging.New(f, lvl, console, consoleLevel), f, nil
 }
 
 func (s *Session) resolveNode(ctx context.Context) error {

@@ -9,8 +9,11 @@ package notify
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"strconv"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/coreos/go-systemd/v22/daemon"
@@ -76,3 +79,24 @@ func (Nop) Status(string) error { return nil }
 
 // ExtendTimeout does nothing.
 func (Nop) ExtendTimeout(time.Duration) error { return nil }
+
+// IsJournal reports whether w is the stream systemd connected to the journal: a file whose
+// device and inode are those of $JOURNAL_STREAM ("DEV:INO", set for a service whose stderr or
+// stdout goes to the journal; systemd.exec(5)). A service's own stderr is, unless its unit
+// says otherwise.
+func IsJournal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	dev, ino, ok := strings.Cut(os.Getenv("JOURNAL_STREAM"), ":")
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && strconv.FormatUint(uint64(st.Dev), 10) == dev && strconv.FormatUint(st.Ino, 10) == ino
+}

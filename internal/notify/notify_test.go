@@ -2,7 +2,9 @@ package notify_test
 
 import (
 	"os"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -65,4 +67,26 @@ func TestNop(t *testing.T) {
 	assert.NoError(t, n.ExtendTimeout(time.Second))
 	_, ok := sock.WaitFor("", 200*time.Millisecond)
 	assert.False(t, ok, "Nop sent %q", sock.Lines())
+}
+
+func TestIsJournal(t *testing.T) {
+	dir := t.TempDir()
+	stream, err := os.Create(dir + "/stream")
+	require.NoError(t, err)
+	defer stream.Close()
+	other, err := os.Create(dir + "/other")
+	require.NoError(t, err)
+	defer other.Close()
+	fi, err := stream.Stat()
+	require.NoError(t, err)
+	st := fi.Sys().(*syscall.Stat_t)
+
+	t.Setenv("JOURNAL_STREAM", "")
+	assert.False(t, notify.IsJournal(stream), "no JOURNAL_STREAM")
+	t.Setenv("JOURNAL_STREAM", strconv.FormatUint(uint64(st.Dev), 10)+":"+strconv.FormatUint(st.Ino, 10))
+	assert.True(t, notify.IsJournal(stream))
+	assert.False(t, notify.IsJournal(other), "another file")
+	assert.False(t, notify.IsJournal(&strings.Builder{}), "not a file")
+	t.Setenv("JOURNAL_STREAM", "garbage")
+	assert.False(t, notify.IsJournal(stream))
 }

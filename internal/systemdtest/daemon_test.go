@@ -1,6 +1,7 @@
 package systemdtest_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -51,6 +52,16 @@ func TestDaemonBootAndReboot(t *testing.T) {
 	assert.Contains(t, j, "Starting pcs-lifecycle.service")
 	assert.Contains(t, j, "Started pcs-lifecycle.service")
 	assert.NotContains(t, j, "Deactivated successfully", "the unit must stay active (exited)")
+	// Progress, with stage and script (stderr is the journal: INFO lines go there too).
+	for _, l := range []journalLine{
+		{"INFO", "starting script", "nodeBootstrapped", "first-only"},
+		{"INFO", "script completed", "nodeBootstrapped", "first-only"},
+		{"INFO", "starting script", "nodeBootstrapped", "every-boot"},
+		{"INFO", "starting script", "nodeReady", "ready-every"},
+		{"INFO", "script completed", "nodeReady", "ready-every"},
+	} {
+		assert.True(t, l.in(j), "journal: no %+v", l)
+	}
 	// slurmd started after READY=1 (ordering: the journal of both units, in order).
 	both := c.Journal(ctx, "-u", daemonUnit, "-u", slurmdUnit)
 	iReady := strings.Index(both, "Started pcs-lifecycle.service")
@@ -75,6 +86,8 @@ func TestDaemonBootAndReboot(t *testing.T) {
 	require.Equal(t, "active/exited", d.ActiveState+"/"+d.SubState, "%v", d)
 	require.Equal(t, 0, d.ExecMainStatus)
 	requireSystem(t, ctx, c, "running")
+	j = c.Journal(ctx, "-u", daemonUnit)
+	assert.True(t, journalLine{"INFO", "skipping script", "nodeBootstrapped", "first-only"}.in(j), "the reboot's journal says first-only was skipped:\n%s", j)
 	require.Equal(t, []string{
 		"nodeBootstrapped/first-only first=1 slurmd=inactive",
 		"nodeBootstrapped/every-boot first=1 slurmd=inactive",
@@ -83,4 +96,26 @@ func TestDaemonBootAndReboot(t *testing.T) {
 		"nodeReady/ready-every first=0 slurmd=active",
 	}, n.runs())
 	n.poweroff(ctx, c)
+}
+
+// journalLine is one of the executor's log lines as the journal shows it:
+// "<time> <LEVEL> <message> {"stage": ..., "script": ..., ...}".
+type journalLine struct{ level, message, stage, script string }
+
+// in reports whether the journal text holds the line.
+func (l journalLine) in(journal string) bool {
+	for _, line := range strings.Split(journal, "\n") {
+		_, rest, ok := strings.Cut(line, " "+l.level+" "+l.message+" {")
+		if !ok {
+			continue
+		}
+		var fields map[string]any
+		if json.Unmarshal([]byte("{"+rest), &fields) != nil {
+			continue
+		}
+		if fields["stage"] == l.stage && fields["script"] == l.script {
+			return true
+		}
+	}
+	return false
 }
