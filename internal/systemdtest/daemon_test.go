@@ -67,6 +67,7 @@ func TestDaemonBootAndReboot(t *testing.T) {
 	iReady := strings.Index(both, "Started pcs-lifecycle.service")
 	iSlurmd := strings.Index(both, "Started slurmd.service")
 	require.Greater(t, iSlurmd, iReady, "slurmd started before READY=1:\n%s", both)
+	record(t, "READY=1 (pcs-lifecycle started) to slurmd started", journalTime(t, both, "Started slurmd.service").Sub(journalTime(t, both, "Started pcs-lifecycle.service")))
 
 	// A later restart of slurmd does not run the daemon again (RemainAfterExit=yes).
 	_, err := c.Systemctl(ctx, "restart", slurmdUnit)
@@ -76,6 +77,10 @@ func TestDaemonBootAndReboot(t *testing.T) {
 	require.Equal(t, "active/exited", after.ActiveState+"/"+after.SubState)
 	require.Equal(t, "active/running", func() string { s := c.MustShow(ctx, slurmdUnit); return s.ActiveState + "/" + s.SubState }())
 	require.Len(t, n.runs(), 3, "a script ran again")
+	// An explicit stop of the finished unit stops slurmd with it (the drop-in's Requires=).
+	_, err = c.Systemctl(ctx, "stop", daemonUnit)
+	require.NoError(t, err)
+	require.Equal(t, "inactive/dead", state(c.MustShow(ctx, slurmdUnit)), "slurmd survived a stop of pcs-lifecycle.service")
 	n.poweroff(ctx, c)
 
 	// The reboot: the same instance, a new boot.
@@ -118,4 +123,18 @@ func (l journalLine) in(journal string) bool {
 		}
 	}
 	return false
+}
+
+// journalTime is the time of the first journal line (short-precise) holding text.
+func journalTime(t *testing.T, journal, text string) time.Time {
+	t.Helper()
+	for _, line := range strings.Split(journal, "\n") {
+		if strings.Contains(line, text) && len(line) > 22 {
+			at, err := time.Parse("Jan 02 15:04:05.000000", line[:22])
+			require.NoError(t, err, "%q", line)
+			return at
+		}
+	}
+	t.Fatalf("no %q in the journal:\n%s", text, journal)
+	return time.Time{}
 }

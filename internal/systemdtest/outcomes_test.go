@@ -2,6 +2,8 @@ package systemdtest_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -196,6 +198,49 @@ func TestTerminate(t *testing.T) {
 	}
 }
 
+// TestTerminateInNodeReady: a TERMINATE failure in nodeReady, when slurmd already runs: the
+// unit that ran it fails with 4 and slurmd keeps running. A later `systemctl restart slurmd`
+// then differs by mode: in daemon mode the failed daemon starts again and exits 4 before
+// READY=1, so slurmd stays down; in per-stage mode slurmd restarts (its requirement, the
+// bootstrapped oneshot, is still active) and the nodeReady oneshot fails again.
+func TestTerminateInNodeReady(t *testing.T) {
+	t.Parallel()
+	for _, m := range modes {
+		t.Run(m.String(), func(t *testing.T) {
+			t.Parallel()
+			ctx := testContext(t)
+			n := newNode(t, m)
+			n.configure([]script{ok("boot")}, []script{{name: "bad-ready", body: "exit 9", onError: "TERMINATE"}})
+			start := time.Now()
+			c := n.boot(ctx)
+			ready := c.WaitUnit(ctx, readyUnitOf(m), nspawn.Ended)
+			record(t, "boot to the failed unit", time.Since(start))
+			require.Equal(t, "failed/failed", state(ready), "%v", ready)
+			require.Equal(t, 4, ready.ExecMainStatus)
+			requireSystem(t, ctx, c, "degraded")
+			require.Equal(t, "active/running", state(c.MustShow(ctx, slurmdUnit)), "a failure after slurmd started stopped it")
+			require.Contains(t, c.Journal(ctx, "-u", readyUnitOf(m), "-o", "cat"), "nodeReady/bad-ready failed (exit=9) onError=TERMINATE")
+
+			err := restartSlurmd(ctx, c)
+			again := c.WaitUnit(ctx, readyUnitOf(m), func(u nspawn.Unit) bool { return u.InvocationID != ready.InvocationID && nspawn.Ended(u) })
+			require.Equal(t, "failed/failed", state(again), "%v", again)
+			require.Equal(t, 4, again.ExecMainStatus)
+			if m == daemonMode {
+				require.Error(t, err, "slurmd restarted after a TERMINATE")
+				require.Equal(t, "inactive/dead", state(c.MustShow(ctx, slurmdUnit)))
+			} else {
+				require.NoError(t, err)
+				require.Equal(t, "active/running", state(c.MustShow(ctx, slurmdUnit)))
+			}
+			require.Equal(t, []string{
+				"nodeBootstrapped/boot first=1 slurmd=inactive",
+				"nodeReady/bad-ready first=1 slurmd=active",
+			}, n.runs(), "a script ran again after a TERMINATE")
+			n.poweroff(ctx, c)
+		})
+	}
+}
+
 // TestLongScriptShortStartTimeout: TimeoutStartSec=3s on the unit and a nodeBootstrapped
 // script of 6 s. The daemon extends its start timeout (EXTEND_TIMEOUT_USEC, every third of
 // --extend-timeout 1500ms) so systemd lets it finish; the per-stage oneshot has no extension
@@ -257,7 +302,10 @@ func TestStopDuringStage(t *testing.T) {
 			hang := `if [ ! -e ` + marksDir + `/hung ]; then touch ` + marksDir + `/hung; exec sleep 600; fi; echo second run`
 			n.configure([]script{{name: "hang-once", body: hang}}, []script{ok("ready")})
 			c := n.boot(ctx)
-			eventually(t, ctx, "the script started", func() bool { return len(n.runs()) == 1 })
+			eventually(t, ctx, "the script started", func() bool {
+				_, err := os.Stat(filepath.Join(n.dir, "marks", "hung"))
+				return err == nil
+			})
 			start := time.Now()
 			_, err := c.Systemctl(ctx, "stop", bootUnitOf(m))
 			require.NoError(t, err)
