@@ -384,6 +384,12 @@ func (c *Container) Output() string {
 func (c *Container) Run(ctx context.Context, argv ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, "nsenter", append([]string{"-t", strconv.Itoa(c.Leader), "-a", "--"}, argv...)...)
 	cmd.Env = cleanEnv()
+	// nsenter forks the command (to enter the PID namespace) and has no --kill-child here:
+	// when ctx ends, the whole process group goes, and Wait does not wait for pipes that a
+	// survivor would hold.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return string(out), fmt.Errorf("%s: %w: %s", strings.Join(argv, " "), err, bytes.TrimSpace(out))
