@@ -151,6 +151,9 @@ func Boot(ctx context.Context, t testing.TB, spec Spec) *Container {
 	}
 	c := &Container{t: t, work: work, exited: make(chan struct{}), output: &bytes.Buffer{}}
 	t.Cleanup(c.cleanup)
+	if err := os.WriteFile(filepath.Join(work, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+		t.Fatalf("nspawn: %v", err)
+	}
 	prep := filepath.Join(work, "prep")
 	for _, d := range []string{"layer", "root", prep} {
 		if err := os.MkdirAll(filepath.Join(work, d), 0o755); err != nil {
@@ -589,9 +592,14 @@ func tail(s string, n int) string {
 	return s
 }
 
+// ownerFile in a container's work folder names the test process that made it.
+const ownerFile = "owner"
+
 // killOrphans kills the PID 1 of every container left by a test process that no longer runs
-// (its cleanup never ran): its whole PID namespace goes with it.
+// (its cleanup never ran): its whole PID namespace goes with it. Then it removes the work
+// folders such processes left (their mounts lived in the dead namespace).
 func killOrphans() {
+	defer removeOrphanedWork()
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		return
@@ -614,6 +622,19 @@ func killOrphans() {
 				_ = syscall.Kill(pid, syscall.SIGKILL)
 			}
 			break
+		}
+	}
+}
+
+func removeOrphanedWork() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "pcs-nspawn-*"))
+	for _, d := range dirs {
+		b, err := os.ReadFile(filepath.Join(d, ownerFile))
+		if err != nil {
+			continue
+		}
+		if o, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && !alive(o) {
+			_ = os.RemoveAll(d)
 		}
 	}
 }
