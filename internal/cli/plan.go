@@ -41,14 +41,15 @@ func newPlanCmd(o *Options) *cobra.Command {
 	return cmd
 }
 
-// writePlan prints one row per script: its state on the planned boot (pkg/status words:
-// pending means it runs), stage/name, policy, and why (with the download decision).
+// writePlan prints one row per script: run or skip (SPEC's plan verdict), its state on the
+// planned boot (pkg/status words: pending is the one that runs), stage/name, policy, and why
+// (with the download decision).
 func writePlan(cmd *cobra.Command, items []stage.PlanItem, wide bool) error {
 	t := &nodestatus.Table{Width: nodestatus.DefaultWidth, Wide: wide}
 	if wide {
-		t.Row("STATE", "SCRIPT", "POLICY", "CACHE", "WHY")
+		t.Row("PLAN", "STATE", "SCRIPT", "POLICY", "CACHE", "WHY")
 	} else {
-		t.Row("STATE", "SCRIPT", "POLICY", "WHY")
+		t.Row("PLAN", "STATE", "SCRIPT", "POLICY", "WHY")
 	}
 	for _, it := range items {
 		why := it.Reason
@@ -63,16 +64,20 @@ func writePlan(cmd *cobra.Command, items []stage.PlanItem, wide bool) error {
 			}
 		}
 		name := it.Stage + "/" + it.Script.Name
+		verdict := "skip"
+		if it.Run {
+			verdict = "run"
+		}
 		switch {
 		case wide:
 			if cache == "" {
 				cache = "-"
 			}
-			t.Row(it.State, name, string(it.Script.ExecutionPolicy), cache, why)
+			t.Row(verdict, it.State, name, string(it.Script.ExecutionPolicy), cache, why)
 		case cache != "":
-			t.Row(it.State, name, string(it.Script.ExecutionPolicy), why+"; "+cache)
+			t.Row(verdict, it.State, name, string(it.Script.ExecutionPolicy), why+"; "+cache)
 		default:
-			t.Row(it.State, name, string(it.Script.ExecutionPolicy), why)
+			t.Row(verdict, it.State, name, string(it.Script.ExecutionPolicy), why)
 		}
 	}
 	return t.Write(cmd.OutOrStdout())

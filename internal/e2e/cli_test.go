@@ -194,17 +194,26 @@ type planLine struct {
 	verb, script, policy, reason, cache string
 }
 
+// planVerdicts: plan's first column (SPEC §7: run or skip) against the state it shows.
+var planVerdicts = map[string]string{"pending": "run"}
+
 func parsePlan(t testing.TB, out string) map[string]planLine {
 	t.Helper()
 	m := map[string]planLine{}
 	sep := regexp.MustCompile(`\s{2,}`)
 	for i, l := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
 		if i == 0 {
-			require.Equal(t, []string{"STATE", "SCRIPT", "POLICY", "CACHE", "WHY"}, sep.Split(l, -1), "plan --wide heading")
+			require.Equal(t, []string{"PLAN", "STATE", "SCRIPT", "POLICY", "CACHE", "WHY"}, sep.Split(l, -1), "plan --wide heading")
 			continue
 		}
 		f := sep.Split(strings.TrimSpace(l), -1)
-		require.Len(t, f, 5, "plan line %q", l)
+		require.Len(t, f, 6, "plan line %q", l)
+		want := planVerdicts[f[1]]
+		if want == "" {
+			want = "skip"
+		}
+		require.Equal(t, want, f[0], "plan line %q: run or skip", l)
+		f = f[1:]
 		p := planLine{verb: f[0], script: f[1], policy: f[2], reason: f[4], cache: f[3]}
 		if p.cache == "-" {
 			p.cache = ""
