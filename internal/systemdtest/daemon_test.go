@@ -138,3 +138,45 @@ func journalTime(t *testing.T, journal, text string) time.Time {
 	t.Fatalf("no %q in the journal:\n%s", text, journal)
 	return time.Time{}
 }
+
+// TestStagesBootAndReboot: the same two boots in per-stage mode. The bootstrapped oneshot ends
+// before slurmd starts, the ready oneshot after it; both stay active (exited), a slurmd restart
+// starts neither again, and the journal of each holds its scripts.
+func TestStagesBootAndReboot(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	n := newNode(t, stageMode)
+	n.configure(
+		[]script{ok("first-only"), ok("every-boot").every()},
+		[]script{ok("ready-every").every()},
+	)
+	for boot, want := range [][]string{
+		{
+			"nodeBootstrapped/first-only first=1 slurmd=inactive",
+			"nodeBootstrapped/every-boot first=1 slurmd=inactive",
+			"nodeReady/ready-every first=1 slurmd=active",
+		},
+		{
+			"nodeBootstrapped/every-boot first=0 slurmd=inactive",
+			"nodeReady/ready-every first=0 slurmd=active",
+		},
+	} {
+		start := time.Now()
+		runs := len(n.runs())
+		c := n.boot(ctx)
+		b, r, system := waitDone(ctx, c, stageMode)
+		record(t, "boot to the end of nodeReady", time.Since(start))
+		require.Equal(t, "running", system)
+		for _, u := range []nspawn.Unit{b, r} {
+			require.Equal(t, "active/exited", state(u), "%v", u)
+			require.Equal(t, 0, u.ExecMainStatus, "%v", u)
+		}
+		require.Equal(t, "enabled\n", c.MustRun(ctx, "systemctl", "is-enabled", bootUnit))
+		require.Equal(t, want, n.runs()[runs:], "boot %d", boot+1)
+		jb, jr := c.Journal(ctx, "-u", bootUnit), c.Journal(ctx, "-u", readyUnit)
+		assert.True(t, journalLine{"INFO", "starting script", "nodeBootstrapped", "every-boot"}.in(jb), "journal:\n%s", jb)
+		assert.True(t, journalLine{"INFO", "script completed", "nodeReady", "ready-every"}.in(jr), "journal:\n%s", jr)
+		requireNoRerun(t, ctx, c, n, b, r)
+		n.poweroff(ctx, c)
+	}
+}
