@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -69,6 +70,15 @@ echo "released" >> ` + marksDir + "/runs"}},
 			job := s.Sbatch(t, "cat "+marksDir+"/runs", "-w", "node1")
 			require.Equal(t, "PENDING", s.JobState(t, job))
 			requireNotEnded(t, c, readyUnitOf(m))
+			// Whether systemd counts the boot as finished while nodeReady runs: in daemon mode
+			// the start job ended at READY=1; in per-stage mode the oneshot's start job is the
+			// whole stage (registration wait included).
+			sys, _ := c.Systemctl(ctx, "is-system-running")
+			if m == daemonMode {
+				require.Equal(t, "running", strings.TrimSpace(sys))
+			} else {
+				require.Equal(t, "starting", strings.TrimSpace(sys))
+			}
 
 			released := time.Now()
 			writeFIFO(t, ctx, release, "go\n")
