@@ -188,9 +188,7 @@ func convertQueue(q *yaml.Node, qpath, name string, opts ParallelClusterOptions,
 	doc, err := finish(name, api, nil, toInput)
 	if err != nil {
 		if e, ok := err.(*Error); ok {
-			for _, pr := range e.Problems {
-				p.list = append(p.list, pr)
-			}
+			p.list = append(p.list, e.Problems...)
 			return nil, warns
 		}
 		p.add(capath, "%v", err)

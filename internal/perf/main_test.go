@@ -60,7 +60,8 @@ func mainWithCode(m *testing.M) int {
 		}
 	}
 	helloDir := filepath.Join(workDir, "hello")
-	if err := os.MkdirAll(helloDir, 0o755); err == nil {
+	err = os.MkdirAll(helloDir, 0o755)
+	if err == nil {
 		err = os.WriteFile(filepath.Join(helloDir, "go.mod"), []byte("module hello\n\ngo 1.21\n"), 0o644)
 		if err == nil {
 			err = os.WriteFile(filepath.Join(helloDir, "main.go"), []byte("package main\n\nimport \"fmt\"\n\nfunc main() { fmt.Println(\"hello, world\") }\n"), 0o644)

@@ -136,8 +136,7 @@ type script struct {
 
 func ok(name string) script { return script{name: name, body: "exit 0"} }
 
-func (s script) every() script              { s.policy = "EVERY_BOOT"; return s }
-func (s script) onErr(action string) script { s.onError = action; return s }
+func (s script) every() script { s.policy = "EVERY_BOOT"; return s }
 
 const runLine = `echo "$PCS_LIFECYCLE_STAGE/$PCS_LIFECYCLE_SCRIPT first=$PCS_IS_FIRST_BOOT slurmd=$(systemctl is-active slurmd.service)" >> ` + marksDir + "/runs\n"
 
