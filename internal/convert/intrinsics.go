@@ -157,147 +157,187 @@ func (e *evaluator) args(fn string, arg *yaml.Node, path string, n int) ([]*yaml
 func (e *evaluator) call(fn string, arg *yaml.Node, path string) any {
 	switch fn {
 	case "Ref":
-		name := scalar(arg)
-		if name == "" {
-			e.probs.add(path, "!Ref takes a name")
-			return unresolved{}
-		}
-		return e.ref(name, path)
+		return e.callRef(fn, arg, path)
 	case "Fn::Sub":
 		return e.sub(arg, path)
 	case "Fn::GetAtt":
-		var res, attr string
-		switch arg.Kind {
-		case yaml.ScalarNode:
-			res, attr, _ = strings.Cut(arg.Value, ".")
-		case yaml.SequenceNode:
-			if len(arg.Content) == 2 {
-				res = scalar(arg.Content[0])
-				a, ok := e.str(arg.Content[1], path, "the attribute of !GetAtt")
-				if !ok {
-					return unresolved{}
-				}
-				attr = a
-			}
-		}
-		if res == "" || attr == "" {
-			e.probs.add(path, "!GetAtt takes RESOURCE.ATTRIBUTE or [RESOURCE, ATTRIBUTE]")
-			return unresolved{}
-		}
-		return e.getAtt(res, attr, path)
+		return e.callGetAtt(fn, arg, path)
 	case "Fn::Join":
-		a, ok := e.args(fn, arg, path, 2)
-		if !ok {
-			return unresolved{}
-		}
-		delim, ok := e.str(a[0], path, "the delimiter of !Join")
-		if !ok {
-			return unresolved{}
-		}
-		list, ok := e.list(a[1], path, "!Join")
-		if !ok {
-			return unresolved{}
-		}
-		parts := make([]string, 0, len(list))
-		for _, el := range list {
-			s, ok := e.text(el, path, "an item of !Join")
-			if !ok {
-				return unresolved{}
-			}
-			parts = append(parts, s)
-		}
-		return strings.Join(parts, delim)
+		return e.callJoin(fn, arg, path)
 	case "Fn::Select":
-		a, ok := e.args(fn, arg, path, 2)
-		if !ok {
-			return unresolved{}
-		}
-		is, ok := e.str(a[0], path, "the index of !Select")
-		if !ok {
-			return unresolved{}
-		}
-		i, err := strconv.Atoi(is)
-		list, lok := e.list(a[1], path, "!Select")
-		if !lok {
-			return unresolved{}
-		}
-		if err != nil || i < 0 || i >= len(list) {
-			e.probs.add(path, "!Select index %s is outside the list of %d", is, len(list))
-			return unresolved{}
-		}
-		return list[i]
+		return e.callSelect(fn, arg, path)
 	case "Fn::Split":
-		a, ok := e.args(fn, arg, path, 2)
-		if !ok {
-			return unresolved{}
-		}
-		delim, ok1 := e.str(a[0], path, "the delimiter of !Split")
-		s, ok2 := e.str(a[1], path, "the string of !Split")
-		if !ok1 || !ok2 {
-			return unresolved{}
-		}
-		var out []any
-		for _, p := range strings.Split(s, delim) {
-			out = append(out, p)
-		}
-		return out
+		return e.callSplit(fn, arg, path)
 	case "Fn::If":
-		a, ok := e.args(fn, arg, path, 3)
-		if !ok {
-			return unresolved{}
-		}
-		name := scalar(a[0])
-		c, known := e.condition(name, path)
-		if !known {
-			return unresolved{}
-		}
-		if c {
-			return e.eval(a[1], path)
-		}
-		return e.eval(a[2], path)
+		return e.callIf(fn, arg, path)
 	case "Fn::Equals", "Fn::Not", "Fn::And", "Fn::Or", "Condition":
-		b, known := e.boolean(fn, arg, path)
-		if !known {
-			return unresolved{}
-		}
-		return b
+		return e.callBoolean(fn, arg, path)
 	case "Fn::FindInMap":
-		if arg.Kind != yaml.SequenceNode || len(arg.Content) < 3 {
-			e.probs.add(path, "!FindInMap takes [MAP, TOP_KEY, SECOND_KEY]")
-			return unresolved{}
-		}
-		var ks [3]string
-		for i := range ks {
-			s, ok := e.str(arg.Content[i], path, "a key of !FindInMap")
-			if !ok {
-				return unresolved{}
-			}
-			ks[i] = s
-		}
-		v := get(get(get(e.section("Mappings"), ks[0]), ks[1]), ks[2])
-		if v == nil {
-			e.probs.add(path, "!FindInMap: Mappings.%s.%s.%s is not in the template", ks[0], ks[1], ks[2])
-			return unresolved{}
-		}
-		return e.eval(v, "Mappings."+ks[0]+"."+ks[1]+"."+ks[2])
+		return e.callFindInMap(fn, arg, path)
 	case "Fn::Base64":
-		s, ok := e.str(arg, path, "the argument of !Base64")
-		if !ok {
-			return unresolved{}
-		}
-		return base64.StdEncoding.EncodeToString([]byte(s))
+		return e.callBase64(fn, arg, path)
 	case "Fn::ImportValue":
-		name, ok := e.str(arg, path, "the export name of !ImportValue")
-		if !ok {
-			return unresolved{}
-		}
-		if v, ok := e.param("Import:" + name); ok {
-			return v
-		}
-		e.probs.add(path, "!ImportValue %s: another stack's export is not in this template: give --param Import:%s=VALUE", name, name)
-		return unresolved{}
+		return e.callImportValue(fn, arg, path)
 	}
 	e.probs.add(path, "%s is not supported here: give the value itself", short(fn))
+	return unresolved{}
+}
+
+func (e *evaluator) callRef(fn string, arg *yaml.Node, path string) any {
+	name := scalar(arg)
+	if name == "" {
+		e.probs.add(path, "!Ref takes a name")
+		return unresolved{}
+	}
+	return e.ref(name, path)
+}
+
+func (e *evaluator) callGetAtt(fn string, arg *yaml.Node, path string) any {
+	var res, attr string
+	switch arg.Kind {
+	case yaml.ScalarNode:
+		res, attr, _ = strings.Cut(arg.Value, ".")
+	case yaml.SequenceNode:
+		if len(arg.Content) == 2 {
+			res = scalar(arg.Content[0])
+			a, ok := e.str(arg.Content[1], path, "the attribute of !GetAtt")
+			if !ok {
+				return unresolved{}
+			}
+			attr = a
+		}
+	}
+	if res == "" || attr == "" {
+		e.probs.add(path, "!GetAtt takes RESOURCE.ATTRIBUTE or [RESOURCE, ATTRIBUTE]")
+		return unresolved{}
+	}
+	return e.getAtt(res, attr, path)
+}
+
+func (e *evaluator) callJoin(fn string, arg *yaml.Node, path string) any {
+	a, ok := e.args(fn, arg, path, 2)
+	if !ok {
+		return unresolved{}
+	}
+	delim, ok := e.str(a[0], path, "the delimiter of !Join")
+	if !ok {
+		return unresolved{}
+	}
+	list, ok := e.list(a[1], path, "!Join")
+	if !ok {
+		return unresolved{}
+	}
+	parts := make([]string, 0, len(list))
+	for _, el := range list {
+		s, ok := e.text(el, path, "an item of !Join")
+		if !ok {
+			return unresolved{}
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, delim)
+}
+
+func (e *evaluator) callSelect(fn string, arg *yaml.Node, path string) any {
+	a, ok := e.args(fn, arg, path, 2)
+	if !ok {
+		return unresolved{}
+	}
+	is, ok := e.str(a[0], path, "the index of !Select")
+	if !ok {
+		return unresolved{}
+	}
+	i, err := strconv.Atoi(is)
+	list, lok := e.list(a[1], path, "!Select")
+	if !lok {
+		return unresolved{}
+	}
+	if err != nil || i < 0 || i >= len(list) {
+		e.probs.add(path, "!Select index %s is outside the list of %d", is, len(list))
+		return unresolved{}
+	}
+	return list[i]
+}
+
+func (e *evaluator) callSplit(fn string, arg *yaml.Node, path string) any {
+	a, ok := e.args(fn, arg, path, 2)
+	if !ok {
+		return unresolved{}
+	}
+	delim, ok1 := e.str(a[0], path, "the delimiter of !Split")
+	s, ok2 := e.str(a[1], path, "the string of !Split")
+	if !ok1 || !ok2 {
+		return unresolved{}
+	}
+	var out []any
+	for _, p := range strings.Split(s, delim) {
+		out = append(out, p)
+	}
+	return out
+}
+
+func (e *evaluator) callIf(fn string, arg *yaml.Node, path string) any {
+	a, ok := e.args(fn, arg, path, 3)
+	if !ok {
+		return unresolved{}
+	}
+	name := scalar(a[0])
+	c, known := e.condition(name, path)
+	if !known {
+		return unresolved{}
+	}
+	if c {
+		return e.eval(a[1], path)
+	}
+	return e.eval(a[2], path)
+}
+
+func (e *evaluator) callBoolean(fn string, arg *yaml.Node, path string) any {
+	b, known := e.boolean(fn, arg, path)
+	if !known {
+		return unresolved{}
+	}
+	return b
+}
+
+func (e *evaluator) callFindInMap(fn string, arg *yaml.Node, path string) any {
+	if arg.Kind != yaml.SequenceNode || len(arg.Content) < 3 {
+		e.probs.add(path, "!FindInMap takes [MAP, TOP_KEY, SECOND_KEY]")
+		return unresolved{}
+	}
+	var ks [3]string
+	for i := range ks {
+		s, ok := e.str(arg.Content[i], path, "a key of !FindInMap")
+		if !ok {
+			return unresolved{}
+		}
+		ks[i] = s
+	}
+	v := get(get(get(e.section("Mappings"), ks[0]), ks[1]), ks[2])
+	if v == nil {
+		e.probs.add(path, "!FindInMap: Mappings.%s.%s.%s is not in the template", ks[0], ks[1], ks[2])
+		return unresolved{}
+	}
+	return e.eval(v, "Mappings."+ks[0]+"."+ks[1]+"."+ks[2])
+}
+
+func (e *evaluator) callBase64(fn string, arg *yaml.Node, path string) any {
+	s, ok := e.str(arg, path, "the argument of !Base64")
+	if !ok {
+		return unresolved{}
+	}
+	return base64.StdEncoding.EncodeToString([]byte(s))
+}
+
+func (e *evaluator) callImportValue(fn string, arg *yaml.Node, path string) any {
+	name, ok := e.str(arg, path, "the export name of !ImportValue")
+	if !ok {
+		return unresolved{}
+	}
+	if v, ok := e.param("Import:" + name); ok {
+		return v
+	}
+	e.probs.add(path, "!ImportValue %s: another stack's export is not in this template: give --param Import:%s=VALUE", name, name)
 	return unresolved{}
 }
 

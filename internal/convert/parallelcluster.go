@@ -164,28 +164,7 @@ func convertQueue(q *yaml.Node, qpath, name string, opts ParallelClusterOptions,
 			"(/etc/parallelcluster/cfnconfig, cfn_* variables), which PCS nodes do not have")
 	}
 	api := map[string]any{"scriptCachingPolicy": string(caching), "stages": stages}
-	toInput := func(apiPath string) string {
-		// stages.nodeReady[2].scriptSource.scriptLocation → the action's path and Script.
-		rest, ok := strings.CutPrefix(apiPath, "stages.")
-		if !ok {
-			return capath
-		}
-		stage, tail, _ := strings.Cut(rest, "[")
-		idx, after, _ := strings.Cut(tail, "]")
-		i, err := strconv.Atoi(idx)
-		if err != nil || i >= len(where[stage]) {
-			return capath
-		}
-		ap := where[stage][i]
-		switch {
-		case strings.HasPrefix(after, ".scriptSource"):
-			return ap + ".Script"
-		case strings.HasPrefix(after, ".arguments"):
-			return ap + ".Args" + strings.TrimPrefix(after, ".arguments")
-		}
-		return ap
-	}
-	doc, err := finish(name, api, nil, toInput)
+	doc, err := finish(name, api, nil, func(apiPath string) string { return pcInputPath(apiPath, capath, where) })
 	if err != nil {
 		if e, ok := err.(*Error); ok {
 			p.list = append(p.list, e.Problems...)
@@ -195,6 +174,30 @@ func convertQueue(q *yaml.Node, qpath, name string, opts ParallelClusterOptions,
 		return nil, warns
 	}
 	return doc, warns
+}
+
+// pcInputPath maps a path of the converted document to the ParallelCluster path it came
+// from: stages.nodeReady[2].scriptSource.scriptLocation → the action's path and Script.
+// where maps an API stage name to the paths of its actions; capath is the fallback.
+func pcInputPath(apiPath, capath string, where map[string][]string) string {
+	rest, ok := strings.CutPrefix(apiPath, "stages.")
+	if !ok {
+		return capath
+	}
+	stage, tail, _ := strings.Cut(rest, "[")
+	idx, after, _ := strings.Cut(tail, "]")
+	i, err := strconv.Atoi(idx)
+	if err != nil || i >= len(where[stage]) {
+		return capath
+	}
+	ap := where[stage][i]
+	switch {
+	case strings.HasPrefix(after, ".scriptSource"):
+		return ap + ".Script"
+	case strings.HasPrefix(after, ".arguments"):
+		return ap + ".Args" + strings.TrimPrefix(after, ".arguments")
+	}
+	return ap
 }
 
 // pcAction is one script of a custom action.
