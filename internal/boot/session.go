@@ -3,6 +3,7 @@ package boot
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"time"
@@ -66,7 +67,12 @@ func Open(ctx context.Context, o Options) (*Session, error) {
 	}
 	lvl, _ := logging.ParseLevel(o.LogLevel) // openLogger checked it
 	s.fileLog = logging.New(s.logFile, lvl, nil, 0)
-	s.lock, err = state.Acquire(ctx, s.Layout.LockFile(), o.LockTimeout, state.Holder(o.Holder))
+	s.lock, err = state.AcquireNotify(ctx, s.Layout.LockFile(), o.LockTimeout, state.Holder(o.Holder), func(holder string) {
+		s.Log.Info("waiting for another executor's lock", zap.String("holder", holder), zap.Duration("lock_timeout", o.LockTimeout))
+	})
+	if err == nil && s.lock.HolderErr() != nil {
+		s.Log.Warn("could not write the lock's holder line", zap.Error(s.lock.HolderErr()))
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			s.fileLog.Warn("interrupted while waiting for the lock; nothing ran", zap.String("holder", o.Holder),
@@ -101,7 +107,7 @@ func Open(ctx context.Context, o Options) (*Session, error) {
 func NewFetcher(c source.Config, log *zap.Logger) *source.Fetcher {
 	c.OnRetry = func(loc string, attempt int, err error, wait time.Duration) {
 		log.Warn("download attempt failed; retrying", zap.String("location", loc), zap.Int("attempt", attempt),
-			zap.Int64("wait_ms", wait.Milliseconds()), zap.String("error", err.Error()))
+			zap.Int64("wait_ms", wait.Milliseconds()), zap.Error(err))
 		debugDownload(log, loc, err)
 	}
 	return source.New(c)
@@ -184,12 +190,14 @@ func (s *Session) Close() error {
 	if s.lock != nil {
 		s.lock.Release()
 	}
-	if s.Log != nil {
-		_ = s.Log.Sync() // a file already synced below; stderr cannot be
-	}
 	if s.logFile != nil {
+		// executor.log's last lines on disk (zap's own Sync would also sync stderr, which
+		// always fails on a terminal or a pipe).
+		if err := s.logFile.Sync(); err != nil {
+			errs = append(errs, fmt.Errorf("executor log: %w", err))
+		}
 		if err := s.logFile.Close(); err != nil {
-			errs = append(errs, err)
+			errs = append(errs, fmt.Errorf("executor log: %w", err))
 		}
 	}
 	return errors.Join(errs...)

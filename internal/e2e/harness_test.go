@@ -133,6 +133,9 @@ type webFile struct {
 	status    int           // answer this status instead of data (0: 200 with data)
 	delay     time.Duration // wait before answering
 	failFirst int           // answer 503 to this many requests first
+	// together: answer only once this many requests of together-files are in flight at once
+	// (a barrier; after 30 s without it, answer 503): proof that the downloads overlap.
+	together int
 }
 
 // web is an HTTPS server (its own CA) serving webFiles and counting requests per path.
@@ -142,11 +145,14 @@ type web struct {
 	files  map[string]*webFile
 	counts map[string]int
 	total  atomic.Int64
+	// the barrier of together-files: requests waiting, and closed when enough wait at once
+	waiting int
+	met     chan struct{}
 }
 
 func newWeb(t testing.TB) *web {
 	t.Helper()
-	w := &web{files: map[string]*webFile{}, counts: map[string]int{}}
+	w := &web{files: map[string]*webFile{}, counts: map[string]int{}, met: make(chan struct{})}
 	w.TLSServer = testenv.StartTLS(t, w)
 	return w
 }
@@ -166,6 +172,10 @@ func (w *web) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		http.NotFound(rw, r)
 		return
 	}
+	if cp.together > 0 && !w.meet(r, cp.together) {
+		http.Error(rw, "the downloads did not overlap", http.StatusServiceUnavailable)
+		return
+	}
 	if cp.delay > 0 {
 		select {
 		case <-time.After(cp.delay):
@@ -181,6 +191,24 @@ func (w *web) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	default:
 		rw.Header().Set("Content-Length", strconv.Itoa(len(cp.data)))
 		_, _ = rw.Write(cp.data)
+	}
+}
+
+// meet waits until n together-requests are in flight at once (true), or 30 s (false).
+func (w *web) meet(r *http.Request, n int) bool {
+	w.mu.Lock()
+	w.waiting++
+	if w.waiting == n {
+		close(w.met)
+	}
+	w.mu.Unlock()
+	select {
+	case <-w.met:
+		return true
+	case <-r.Context().Done():
+		return false
+	case <-time.After(30 * time.Second):
+		return false
 	}
 }
 
@@ -271,6 +299,7 @@ func (n *node) environ() []string {
 		"AWS_CONFIG_FILE":                awsEmpty,
 		"AWS_SHARED_CREDENTIALS_FILE":    awsEmpty,
 		"PCS_LIFECYCLE_DOWNLOAD_BACKOFF": "50ms",
+		"GORACE":                         "halt_on_error=1 exitcode=66",
 	}
 	if srv := testenv.SharedS3(n.t); srv != nil {
 		env["AWS_ENDPOINT_URL_S3"] = srv.Endpoint
@@ -349,7 +378,24 @@ func (n *node) runPath(path string, argv []string) result {
 	default:
 		require.FailNow(n.t, "pcs-lifecycle did not exit normally", "%v: %v\n%s", argv, err, r)
 	}
+	requireNoRace(n.t, r)
 	return r
+}
+
+// awaitLockWait waits until an executor of this node says it waits for another's lock.
+func (n *node) awaitLockWait(t testing.TB) {
+	t.Helper()
+	eventually(t, 30*time.Second, "an executor to wait for the lock", func() bool {
+		return fileHas(filepath.Join(n.logDir(), "executor.log"), "waiting for another executor's lock")
+	})
+}
+
+// requireNoRace fails the test when the executor (built with -race) reported a data race.
+func requireNoRace(t testing.TB, r result) {
+	t.Helper()
+	if strings.Contains(r.stderr, "WARNING: DATA RACE") {
+		require.FailNow(t, "the executor has a data race", "%s", r)
+	}
 }
 
 // requireRun runs and requires the exit code.
@@ -410,6 +456,7 @@ func (p *running) wait(t testing.TB, within time.Duration) result {
 	t.Helper()
 	select {
 	case <-p.done:
+		requireNoRace(t, p.res)
 		return p.res
 	case <-time.After(within):
 		require.FailNow(t, "executor still running", "pid %d after %s", p.pid(), within)

@@ -49,9 +49,15 @@ func mainWithCode(m *testing.M) int {
 	}
 	binPath = filepath.Join(workDir, "pcs-lifecycle")
 	ldflags := fmt.Sprintf("-X %s.Version=%s -X %s.Commit=%s", cliPackage, testVersion, cliPackage, testCommit)
-	build := exec.Command("go", "build", "-ldflags", ldflags, "-o", binPath, "./cmd/pcs-lifecycle")
+	args, cgo := []string{"build", "-ldflags", ldflags, "-o", binPath}, "CGO_ENABLED=0"
+	if raceBuild {
+		// The race detector needs cgo; a race in the executor makes it exit 66 (GORACE in
+		// node.environ) with the report on stderr, which every run checks.
+		args, cgo = append(args, "-race"), "CGO_ENABLED=1"
+	}
+	build := exec.Command("go", append(args, "./cmd/pcs-lifecycle")...)
 	build.Dir = modRoot
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	build.Env = append(os.Environ(), cgo)
 	if out, err := build.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: go build ./cmd/pcs-lifecycle failed: %v\n%s", err, out)
 		return 1

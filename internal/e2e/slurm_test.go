@@ -122,6 +122,18 @@ func waitJobEnd(t testing.TB, s *testenv.Slurm, id string, d time.Duration) stri
 	}
 }
 
+// jobReason is the Reason= of a job as scontrol shows it ("None" until the scheduler gave one).
+func jobReason(t testing.TB, s *testenv.Slurm, id string) string {
+	t.Helper()
+	out := s.Run(t, "scontrol", "-o", "show", "job", id)
+	_, rest, ok := strings.Cut(out, " Reason=")
+	if !ok {
+		return "None"
+	}
+	reason, _, _ := strings.Cut(rest, " ")
+	return reason
+}
+
 // logIndex is the index of the first executor.log line matching kv (-1 when none).
 func (n *node) logIndex(kv ...string) int {
 	n.t.Helper()
@@ -138,7 +150,6 @@ func (n *node) logIndex(kv ...string) int {
 // scontrol working and its node registered.
 func TestSlurmReadyWaitsForLateSlurmd(t *testing.T) {
 	t.Parallel()
-	const delay = 3 * time.Second
 	b := newBucket(t)
 	n := newNode(t)
 	s := startCluster(t, []*node{n}, testenv.SlurmOptions{})
@@ -150,7 +161,6 @@ func TestSlurmReadyWaitsForLateSlurmd(t *testing.T) {
 	eventually(t, 20*time.Second, "executor.log to say it waits for the registration", func() bool {
 		return fileHas(executorLog, "waiting for the node's Slurm registration")
 	})
-	time.Sleep(time.Until(p.start.Add(delay)))
 	require.False(t, p.exited(), "nodeReady did not wait for slurmd:\n%s", p.report())
 	require.NoFileExists(t, n.scriptLogPath(ready, "show-node"), "a nodeReady script ran before the node registered")
 	require.Equal(t, "UNKNOWN", nodeState(t, s, n.name).Base())
@@ -158,7 +168,6 @@ func TestSlurmReadyWaitsForLateSlurmd(t *testing.T) {
 	s.StartSlurmd(t, n.name)
 	r := p.wait(t, 60*time.Second)
 	require.Equal(t, 0, r.code, "%s", r)
-	require.GreaterOrEqual(t, r.dur, delay, "the run waited for slurmd")
 	require.Regexp(t, "done waiting for node "+n.name+" to register with the Slurm controller after \\S+: registered \\(last answer: IDLE", r.stderr)
 	require.Regexp(t, `pcs-lifecycle: exit 0 for stage nodeReady after \S+: 1 ran \(0 failed\), 0 skipped\n$`, r.stderr)
 
@@ -187,9 +196,7 @@ func TestSlurmRegistrationTimeout(t *testing.T) {
 	r := n.run("run", "--stage", ready, "--config", cfg, "--scontrol", s.Scontrol,
 		"--registration-poll", "200ms", "--registration-timeout", "2s")
 	require.Equal(t, 1, r.code, "%s", r)
-	require.GreaterOrEqual(t, r.dur, 2*time.Second)
-	require.Less(t, r.dur, 30*time.Second)
-	require.Contains(t, r.stderr, "did not register")
+	require.Contains(t, r.stderr, "did not register with Slurm within 2s")
 	// The wait says what it waits for, its limit and, at its end, the last answer.
 	require.Contains(t, r.stderr, "pcs-lifecycle: waiting for node "+n.name+" to register with the Slurm controller, limit 2s (scontrol show node "+
 		n.name+", every 200ms)\n")
@@ -225,8 +232,7 @@ func TestSlurmNotConfiguredRunsReadyAtOnce(t *testing.T) {
 			}
 			cfg := n.writeConfig(stages(nil, []scriptDef{script("at-once", loc)}))
 			args := append([]string{"--stage", ready, "--config", cfg, "--registration-poll", "200ms", "--registration-timeout", "60s"}, tc.args...)
-			r := n.requireRun(0, "run", args...)
-			require.Less(t, r.dur, 20*time.Second, "did not wait for a registration that cannot come")
+			n.requireRun(0, "run", args...) // a wait for a registration that cannot come would end in exit 1
 			l := n.requireLog("level", "WARN", "message~", "not configured", "stage", ready)
 			require.NotEmpty(t, l.str("error"))
 			rs := n.runs(ready, "at-once")
@@ -264,12 +270,13 @@ func TestSlurmHoldJobsUntilReady(t *testing.T) {
 	require.Equal(t, holdReason, seen.Reason)
 
 	job := s.Sbatch(t, "date +%s%N", "-w", n.name)
-	// The scheduler looks at a new job at once and every few seconds after: give it 3.
-	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); {
-		require.Equal(t, "PENDING", s.JobState(t, job), "a job started while nodeReady ran")
-		require.Empty(t, s.JobOutput(job))
-		time.Sleep(250 * time.Millisecond)
-	}
+	// Once the scheduler has looked at the job (it gives a reason for keeping it pending), it
+	// must still be pending: the node is held.
+	eventually(t, 30*time.Second, "the scheduler to consider the job", func() bool {
+		return jobReason(t, s, job) != "None"
+	})
+	require.Equal(t, "PENDING", s.JobState(t, job), "a job started while nodeReady ran")
+	require.Empty(t, s.JobOutput(job))
 	require.False(t, p.exited(), "%s", p.report())
 	require.NoError(t, os.WriteFile(release, nil, 0o644))
 	r := p.wait(t, 60*time.Second)
@@ -493,7 +500,7 @@ func TestWaitStage(t *testing.T) {
 			// Before anything ran on this boot: nothing to wait for but the timeout.
 			r := n.run("wait", "--stage", ready, "--timeout", "1s")
 			require.Equal(t, 1, r.code, "%s", r)
-			require.GreaterOrEqual(t, r.dur, time.Second)
+			require.Contains(t, r.stderr, "timed out after 1s")
 
 			p := n.start("run", "--stage", ready, "--config", cfg, "--registration-timeout", "0")
 			eventually(t, 30*time.Second, "the gate script to start", func() bool {
@@ -504,8 +511,7 @@ func TestWaitStage(t *testing.T) {
 			// A wait whose timeout passes while the stage runs.
 			r = n.run("wait", "--stage", ready, "--timeout", "2s")
 			require.Equal(t, 1, r.code, "%s", r)
-			require.GreaterOrEqual(t, r.dur, 2*time.Second)
-			require.Contains(t, r.stderr, "timed out")
+			require.Contains(t, r.stderr, "timed out after 2s")
 			require.False(t, w.exited(), "wait returned while nodeReady ran: %s", w.report())
 			require.False(t, pr.exited(), "the prolog returned while nodeReady ran: %s", pr.report())
 
@@ -519,8 +525,7 @@ func TestWaitStage(t *testing.T) {
 
 			// Once ended, wait answers at once, and so does the prolog.
 			r = n.run("wait", "--stage", ready, "--timeout", "5s")
-			require.Equal(t, tc.code, r.code, "%s", r)
-			require.Less(t, r.dur, 5*time.Second)
+			require.Equal(t, tc.code, r.code, "%s", r) // a wait that blocked would end in exit 1, timed out
 			r = n.runPathEnv("/bin/sh", []string{prolog}, n.prologEnv("5s"))
 			require.Equal(t, tc.prolog, r.code, "prolog: %s", r)
 		})
@@ -570,12 +575,12 @@ func TestSlurmPrologHoldsJobs(t *testing.T) {
 		return fileHas(n.scriptLogPath(ready, "configure"), "waiting\n")
 	})
 	job := s.Sbatch(t, "date +%s%N", "-w", n.name)
-	for deadline := time.Now().Add(4 * time.Second); time.Now().Before(deadline); {
-		require.Empty(t, s.JobOutput(job), "the job started while nodeReady ran")
-		st := s.JobState(t, job)
-		require.Contains(t, []string{"PENDING", "CONFIGURING", "RUNNING"}, st)
-		time.Sleep(250 * time.Millisecond)
-	}
+	// The job is given the node, and its prolog (pcs-lifecycle wait) holds it there.
+	eventually(t, 30*time.Second, "the job to be dispatched to the node", func() bool {
+		return s.JobState(t, job) != "PENDING"
+	})
+	require.Contains(t, []string{"CONFIGURING", "RUNNING"}, s.JobState(t, job))
+	require.Empty(t, s.JobOutput(job), "the job started while nodeReady ran")
 	require.NoError(t, os.WriteFile(release, nil, 0o644))
 	r := p.wait(t, 60*time.Second)
 	require.Equal(t, 0, r.code, "%s", r)

@@ -16,7 +16,8 @@ import (
 
 // Lock is the exclusive lock of state writers (flock on a file that names its holder).
 type Lock struct {
-	f *os.File
+	f         *os.File
+	holderErr error
 }
 
 // LockBusyError says another executor holds the lock.
@@ -32,6 +33,12 @@ func (e *LockBusyError) Error() string {
 
 // Acquire takes the exclusive lock, waiting up to timeout (polling; ctx cancels the wait).
 func Acquire(ctx context.Context, path string, timeout time.Duration, holder string) (*Lock, error) {
+	return AcquireNotify(ctx, path, timeout, holder, nil)
+}
+
+// AcquireNotify is Acquire that calls waiting, once, with the holder's line when the lock is
+// busy and it starts to wait.
+func AcquireNotify(ctx context.Context, path string, timeout time.Duration, holder string, waiting func(holder string)) (*Lock, error) {
 	if err := fsutil.MkdirAll(filepath.Dir(path), DirMode); err != nil {
 		return nil, fmt.Errorf("state directory: %w", err)
 	}
@@ -57,6 +64,10 @@ func Acquire(ctx context.Context, path string, timeout time.Duration, holder str
 			f.Close()
 			return nil, fmt.Errorf("lock %s: %w", path, err)
 		}
+		if waiting != nil {
+			waiting(readHolder(f))
+			waiting = nil
+		}
 		if time.Since(start) >= timeout {
 			h := readHolder(f)
 			f.Close()
@@ -72,10 +83,19 @@ func Acquire(ctx context.Context, path string, timeout time.Duration, holder str
 			delay *= 2
 		}
 	}
-	_ = f.Truncate(0)
-	_, _ = f.WriteAt([]byte(holder+"\n"), 0)
-	return &Lock{f: f}, nil
+	// The holder line only names who holds the lock: a failure to write it (a full disk) does
+	// not release the lock, it is reported by HolderErr.
+	l := &Lock{f: f}
+	if err := f.Truncate(0); err != nil {
+		l.holderErr = fmt.Errorf("lock %s: holder line: %w", path, err)
+	} else if _, err := f.WriteAt([]byte(holder+"\n"), 0); err != nil {
+		l.holderErr = fmt.Errorf("lock %s: holder line: %w", path, err)
+	}
+	return l, nil
 }
+
+// HolderErr is why the holder line could not be written (nil when it was).
+func (l *Lock) HolderErr() error { return l.holderErr }
 
 // Holder describes the calling process for the lock file.
 func Holder(what string) string {
