@@ -92,11 +92,11 @@ func (b *Boot) awaitSlurm(ctx context.Context) (bool, error) {
 		log.Info("node registered with Slurm", zap.String("node", node), zap.Int64("duration_ms", b.since(t0).Milliseconds()))
 		return true, nil
 	case errors.Is(err, slurm.ErrNotConfigured):
-		log.Warn("Slurm is not configured on this node; running nodeReady at once", zap.String("error", err.Error()))
+		log.Warn("Slurm is not configured on this node; running nodeReady at once", zap.Error(err))
 		return false, nil
 	case errors.Is(err, slurm.ErrRegistrationTimeout):
 		log.Error("node did not register with Slurm in time; no nodeReady script runs", zap.String("node", node),
-			zap.Duration("timeout", b.RegistrationTimeout), zap.String("error", err.Error()))
+			zap.Duration("timeout", b.RegistrationTimeout), zap.Error(err))
 		if rerr := b.Stages.RecordRegistrationTimeout(lifecycle.StageNodeReady, err.Error()); rerr != nil {
 			return false, exitcode.Wrap(exitcode.Internal, rerr)
 		}

@@ -99,7 +99,7 @@ func (a *afterStage) StageEnded(ctx context.Context, e boot.StageEnd) {
 	}
 	if a.f.metricsFile != "" {
 		if err := metrics.WriteFile(a.f.metricsFile, metrics.Families(metrics.Input{Status: a.status(), State: a.s.Store.State})); err != nil {
-			a.s.Log.Warn("could not write the metrics textfile", zap.String("path", a.f.metricsFile), zap.String("error", err.Error()))
+			a.s.Log.Warn("could not write the metrics textfile", zap.String("path", a.f.metricsFile), zap.Error(err))
 		}
 	}
 }
@@ -134,7 +134,7 @@ func (a *afterStage) upload(ctx context.Context, stageName, trigger string) {
 	if err != nil {
 		rec.Error, m.Detail = err.Error(), "failed"
 		s.Log.Warn("evidence upload failed; the boot goes on", zap.String("stage", stageName), zap.String("uri", loc.String()),
-			zap.Int64("duration_ms", d.Milliseconds()), zap.String("error", err.Error()))
+			zap.Int64("duration_ms", d.Milliseconds()), zap.Error(err))
 	} else {
 		rec.URI = "s3://" + loc.Bucket + "/" + b.Key
 		s.Log.Info("evidence uploaded", zap.String("stage", stageName), zap.String("trigger", trigger), zap.String("uri", rec.URI),
@@ -144,7 +144,7 @@ func (a *afterStage) upload(ctx context.Context, stageName, trigger string) {
 	bt.Evidence = rec
 	bt.AddMark(m)
 	if serr := s.Store.Save(); serr != nil {
-		s.Log.Warn("could not record the evidence upload in the state", zap.String("error", serr.Error()))
+		s.Log.Warn("could not record the evidence upload in the state", zap.Error(serr))
 	}
 }
 

@@ -173,14 +173,14 @@ func readInput(cmd *cobra.Command, arg string) ([]byte, string, error) {
 	} else {
 		f, err := os.Open(arg)
 		if err != nil {
-			return nil, name, exitf(exitcode.Usage, "%v", err)
+			return nil, name, exitf(exitcode.Usage, "%w", err)
 		}
 		defer f.Close()
 		r = f
 	}
 	data, err := io.ReadAll(io.LimitReader(r, max+1))
 	if err != nil {
-		return nil, name, exitf(exitcode.Usage, "%s: %v", name, err)
+		return nil, name, exitf(exitcode.Usage, "%s: %w", name, err)
 	}
 	if len(data) > max {
 		return nil, name, exitf(exitcode.Usage, "%s: larger than %d bytes", name, max)
@@ -198,7 +198,7 @@ func conversionFailed(name string, err error) error {
 		}
 		return exitf(exitcode.Usage, "%s", b.String())
 	}
-	return exitf(exitcode.Usage, "%s: %v", name, err)
+	return exitf(exitcode.Usage, "%s: %w", name, err)
 }
 
 func printWarnings(w io.Writer, warnings []string) {
@@ -215,11 +215,11 @@ func writeDocument(cmd *cobra.Command, d *convert.Document, target string) error
 	}
 	if dir := filepath.Dir(target); dir != "" {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return exitf(exitcode.Internal, "%v", err)
+			return exitf(exitcode.Internal, "%w", err)
 		}
 	}
 	if err := os.WriteFile(target, d.JSON, 0o644); err != nil {
-		return exitf(exitcode.Internal, "%v", err)
+		return exitf(exitcode.Internal, "%w", err)
 	}
 	n := len(d.Document.Scripts(lifecycle.StageNodeBootstrapped)) + len(d.Document.Scripts(lifecycle.StageNodeReady))
 	fmt.Fprintf(cmd.ErrOrStderr(), "pcs-lifecycle: wrote %s (%s from %s)\n", target, plural(n, "script"), d.Name)

@@ -29,13 +29,13 @@ cannot be listed.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			loc, err := evidence.ParseURI(args[0])
 			if err != nil {
-				return exitf(exitcode.Usage, "%v", err)
+				return exitf(exitcode.Usage, "%w", err)
 			}
 			ro := evidence.ReportOptions{Location: loc, Cluster: cluster, NodeGroup: group, Instance: instance,
 				Concurrency: conc, ExpectedBucketOwner: o.ExpectedBucketOwner}
 			if since != "" {
 				if ro.Since, err = evidence.ParseSince(since, time.Now().UTC()); err != nil {
-					return exitf(exitcode.Usage, "%v", err)
+					return exitf(exitcode.Usage, "%w", err)
 				}
 			}
 			if conc < 0 || conc > 256 {
@@ -44,11 +44,11 @@ cannot be listed.`,
 			ctx := cmd.Context()
 			client, err := source.NewS3Client(ctx)
 			if err != nil {
-				return exitf(exitcode.Internal, "%v", err)
+				return exitf(exitcode.Internal, "%w", err)
 			}
 			rep, err := evidence.BuildReport(ctx, client, ro)
 			if err != nil {
-				return exitf(exitcode.Internal, "%v", err)
+				return exitf(exitcode.Internal, "%w", err)
 			}
 			if asJSON {
 				return evidence.WriteReportJSON(cmd.OutOrStdout(), rep)

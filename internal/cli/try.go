@@ -132,7 +132,7 @@ func (t *tryRun) run(cmd *cobra.Command, loc string) error {
 	f := source.New(source.Config{Attempts: t.o.DownloadAttempts, Backoff: t.o.DownloadBackoff, ExpectedBucketOwner: t.o.ExpectedBucketOwner})
 	data, err := readConfigSource(ctx, f, loc, cmd.InOrStdin())
 	if err != nil {
-		return exitf(exitcode.Usage, "%s: %v", name, err)
+		return exitf(exitcode.Usage, "%s: %w", name, err)
 	}
 	d, err := lifecycle.Decode(data, lifecycle.Options{})
 	if err != nil {
@@ -145,7 +145,7 @@ func (t *tryRun) run(cmd *cobra.Command, loc string) error {
 
 	sandbox, err := os.MkdirTemp("", "pcs-lifecycle-try-")
 	if err != nil {
-		return exitf(exitcode.Internal, "sandbox: %v", err)
+		return exitf(exitcode.Internal, "sandbox: %w", err)
 	}
 	if t.keep {
 		defer fmt.Fprintf(t.errw, "pcs-lifecycle try: the sandbox is kept at %s (status: pcs-lifecycle status --root %s)\n", sandbox, filepath.Join(sandbox, "root"))
@@ -154,12 +154,12 @@ func (t *tryRun) run(cmd *cobra.Command, loc string) error {
 	}
 	cfg := filepath.Join(sandbox, "node-lifecycle-actions.json")
 	if err := os.WriteFile(cfg, data, 0o600); err != nil {
-		return exitf(exitcode.Internal, "sandbox: %v", err)
+		return exitf(exitcode.Internal, "sandbox: %w", err)
 	}
 	node := *t.o
 	node.Root, node.Config = filepath.Join(sandbox, "root"), cfg
 	if err := os.MkdirAll(node.Root, 0o755); err != nil {
-		return exitf(exitcode.Internal, "sandbox: %v", err)
+		return exitf(exitcode.Internal, "sandbox: %w", err)
 	}
 	setDefault(&node.InstanceID, tryInstanceID)
 	setDefault(&node.NodeID, tryNodeID)
@@ -258,7 +258,7 @@ func (t *tryRun) boot(ctx context.Context, node *Options, doc *lifecycle.Documen
 	for _, st := range t.stages {
 		out, err := r.RunStage(ctx, st) // nodeReady at once: a sandbox has no Slurm to wait for
 		if err != nil {
-			return 0, "", exitf(exitcode.Internal, "%s: %v", st, err)
+			return 0, "", exitf(exitcode.Internal, "%s: %w", st, err)
 		}
 		if out.Interrupted {
 			return 0, "", exitf(interruptCode(ctx), "%s interrupted (%s)", st, causeOf(ctx))

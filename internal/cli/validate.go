@@ -45,7 +45,7 @@ Exit codes: 0 valid (warnings alone do not fail it), 2 invalid or unreadable.`,
 			})
 			data, err := readConfigSource(cmd.Context(), f, loc, cmd.InOrStdin())
 			if err != nil {
-				return exitf(exitcode.Usage, "%s: %v", name, err)
+				return exitf(exitcode.Usage, "%s: %w", name, err)
 			}
 			return printValidation(cmd, name, data, lifecycle.Options{APIStrict: strict})
 		},

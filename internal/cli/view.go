@@ -18,7 +18,9 @@ import (
 	"github.com/pcs-lifecycle/pcs-lifecycle/pkg/lifecycle"
 )
 
-// view is a reader's look at a node: no lock, no network, no writes.
+// view is a reader's look at a node: no lock, no writes. status and wait read local files only;
+// plan may reach the network, for the instance (IMDS, as run resolves it) and for a remote
+// --config on a node that has none cached.
 type view struct {
 	layout paths.Layout
 	st     *state.State

@@ -98,7 +98,7 @@ func Resolve(ctx context.Context, n *Node, md Metadata, machineIDPath, bootIDPat
 				if err == nil {
 					err = errors.New("empty")
 				}
-				return fmt.Errorf("instance id: not given (--instance-id, PCS_INSTANCE_ID), IMDS unavailable, and %s: %v", machineIDPath, err)
+				return fmt.Errorf("instance id: not given (--instance-id, PCS_INSTANCE_ID), IMDS unavailable, and %s: %w", machineIDPath, err)
 			}
 			n.InstanceID, n.InstanceIDSource = "machine-id:"+id, "machine-id"
 		}
@@ -106,7 +106,7 @@ func Resolve(ctx context.Context, n *Node, md Metadata, machineIDPath, bootIDPat
 	if n.BootID == "" {
 		b, err := os.ReadFile(bootIDPath)
 		if err != nil || strings.TrimSpace(string(b)) == "" {
-			return fmt.Errorf("boot id: not given (--boot-id, PCS_BOOT_ID) and %s unreadable: %v", bootIDPath, err)
+			return fmt.Errorf("boot id: not given (--boot-id, PCS_BOOT_ID) and %s unreadable: %w", bootIDPath, err)
 		}
 		n.BootID = strings.TrimSpace(string(b))
 	}

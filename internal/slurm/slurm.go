@@ -112,7 +112,7 @@ func (c *Client) getenv(key string) (string, bool) {
 func (c *Client) resolve() (string, error) {
 	if strings.Contains(c.scontrol, "/") {
 		if err := executable(c.scontrol); err != nil {
-			return "", fmt.Errorf("%w: %v", ErrNotConfigured, err)
+			return "", fmt.Errorf("%w: %w", ErrNotConfigured, err)
 		}
 		return c.scontrol, nil
 	}
@@ -149,7 +149,7 @@ func (c *Client) precheck() error {
 	}
 	fi, err := os.Stat(conf)
 	if err != nil {
-		return fmt.Errorf("%w: SLURM_CONF=%s: %v", ErrNotConfigured, conf, err)
+		return fmt.Errorf("%w: SLURM_CONF=%s: %w", ErrNotConfigured, conf, err)
 	}
 	if fi.IsDir() {
 		return fmt.Errorf("%w: SLURM_CONF=%s is a directory", ErrNotConfigured, conf)
@@ -176,7 +176,7 @@ func (c *Client) run(ctx context.Context, args ...string) ([]byte, error) {
 	})
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
-			return nil, fmt.Errorf("%w: %v", ErrNotConfigured, err)
+			return nil, fmt.Errorf("%w: %w", ErrNotConfigured, err)
 		}
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("scontrol %s: %w", strings.Join(args, " "), ctx.Err())

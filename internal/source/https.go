@@ -126,7 +126,7 @@ func failure(ctx context.Context, loc string, err error) *Error {
 	if kind == Canceled {
 		cause := context.Cause(ctx)
 		if !errors.Is(err, cause) {
-			err = fmt.Errorf("%w (%v)", cause, err)
+			err = fmt.Errorf("%w (%w)", cause, err)
 		}
 	}
 	return newError(loc, kind, status, err)

@@ -236,7 +236,7 @@ func (f *Fetcher) retry(ctx context.Context, location string, once func(context.
 				Location: location,
 				Kind:     Canceled,
 				Attempts: attempt,
-				Err:      fmt.Errorf("%w while waiting to retry (last error: %v)", context.Cause(ctx), e.Err),
+				Err:      fmt.Errorf("%w while waiting to retry (last error: %w)", context.Cause(ctx), e.Err),
 			}
 		case <-t.C:
 		}

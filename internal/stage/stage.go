@@ -263,7 +263,7 @@ func (r *Runner) download(ctx context.Context, jobs []job) error {
 			r.Log.Warn("download failed; one more attempt at the script's turn",
 				zap.String("stage", j.stage), zap.String("script", j.s.Name),
 				zap.String("location", j.s.ScriptSource.ScriptLocation), zap.Int64("duration_ms", res.dur.Milliseconds()),
-				zap.String("error", res.err.Error()))
+				zap.Error(res.err))
 			continue
 		}
 		h := r.Store.Current().History(j.stage, j.s.Name)
@@ -379,7 +379,7 @@ func (run *stageRun) resume(sr *state.StageRun) {
 			marks := []string{"PCS_LIFECYCLE_STAGE=" + run.name, "PCS_LIFECYCLE_SCRIPT=" + s.Name, "PCS_INSTANCE_ID=" + r.Node.InstanceID}
 			if n, err := proc.KillOrphanGroup(s.PGID, marks, r.killGrace()); n > 0 {
 				run.log.Warn("stopped what was left of the interrupted run", zap.String("script", s.Name),
-					zap.Int("pgid", s.PGID), zap.Int("processes", n), zap.Any("error", err))
+					zap.Int("pgid", s.PGID), zap.Int("processes", n), zap.Error(err))
 			}
 		}
 		s.Status, s.Reason = state.ScriptInterrupted, "executor stopped while it ran"
@@ -583,7 +583,7 @@ func (r *Runner) obtain(ctx context.Context, stage string, s lifecycle.Script, l
 		var te *cache.TamperedError
 		switch {
 		case errors.As(err, &te):
-			log.Error("cached script failed verification; not executing it", zap.String("path", te.Path), zap.String("error", te.Error()))
+			log.Error("cached script failed verification; not executing it", zap.String("path", te.Path), zap.Error(te))
 		case errors.Is(err, os.ErrNotExist):
 			log.Error("cached script is missing; not downloading it again (CACHE_ONCE)", zap.String("path", p))
 			err = fmt.Errorf("cached copy %s is missing (removed since it was downloaded)", p)

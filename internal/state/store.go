@@ -378,8 +378,13 @@ func (s *Store) Reset(st *State) error {
 		// before the journal is emptied) must stay stale for the new one.
 		st.Seq = s.State.Seq
 		old := s.snapPath + "." + sanitize(s.State.InstanceID)
-		if data, err := json.MarshalIndent(s.State, "", " "); err == nil {
-			_ = fsutil.WriteAtomic(old, data, FileMode)
+		data, err := json.MarshalIndent(s.State, "", " ")
+		if err == nil {
+			err = fsutil.WriteAtomic(old, data, FileMode)
+		}
+		if err != nil {
+			// The directory that cannot take it cannot take the new state either.
+			return fmt.Errorf("keeping the previous instance's state as %s: %w", old, err)
 		}
 	}
 	s.State = st
