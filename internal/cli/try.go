@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pcs-lifecycle/pcs-lifecycle/internal/boot"
 	"github.com/pcs-lifecycle/pcs-lifecycle/internal/exitcode"
 	"github.com/pcs-lifecycle/pcs-lifecycle/internal/source"
 	"github.com/pcs-lifecycle/pcs-lifecycle/pkg/lifecycle"
@@ -241,15 +242,7 @@ func (t *tryRun) boot(ctx context.Context, node *Options, doc *lifecycle.Documen
 	}
 	fmt.Fprintf(t.out, "\n=== boot %d of %d (%s, %s)\n", n, t.boots, node.BootID, kind)
 
-	// Where each script's log stood before this boot, to print only what this boot wrote.
-	offsets := map[string]int64{}
-	for _, st := range t.stages {
-		for _, sc := range doc.Scripts(st) {
-			if fi, err := os.Stat(s.Layout.ScriptLog(st, sc.Name)); err == nil {
-				offsets[st+"/"+sc.Name] = fi.Size()
-			}
-		}
-	}
+	offsets := t.logOffsets(s, doc)
 	t.dl.read = map[string]string{}
 	r := s.Runner(false)
 	r.Downloader = t.dl
@@ -266,17 +259,7 @@ func (t *tryRun) boot(ctx context.Context, node *Options, doc *lifecycle.Documen
 		code = exitcode.Worst(code, out.ExitCode)
 	}
 
-	var reads []string
-	for loc, p := range t.dl.read {
-		reads = append(reads, fmt.Sprintf("%s  <-  %s", loc, p))
-	}
-	sort.Strings(reads)
-	for _, l := range reads {
-		fmt.Fprintf(t.out, "script %s\n", l)
-	}
-	if len(reads) == 0 {
-		fmt.Fprintln(t.out, "no script read from the folder this boot (cached copies, or nothing to run)")
-	}
+	t.printReads()
 	for _, st := range t.stages {
 		for _, sc := range doc.Scripts(st) {
 			t.printLog(s.Layout.ScriptLog(st, sc.Name), st+"/"+sc.Name, offsets[st+"/"+sc.Name])
@@ -304,6 +287,35 @@ func (t *tryRun) boot(ctx context.Context, node *Options, doc *lifecycle.Documen
 		return code, fmt.Sprintf("a TERMINATE (%s/%s) marks the instance failed: a real node would be replaced now", st.Stage, st.Script), nil
 	}
 	return code, "", nil
+}
+
+// logOffsets is where each script's log stood before this boot, to print only what this
+// boot wrote.
+func (t *tryRun) logOffsets(s *boot.Session, doc *lifecycle.Document) map[string]int64 {
+	offsets := map[string]int64{}
+	for _, st := range t.stages {
+		for _, sc := range doc.Scripts(st) {
+			if fi, err := os.Stat(s.Layout.ScriptLog(st, sc.Name)); err == nil {
+				offsets[st+"/"+sc.Name] = fi.Size()
+			}
+		}
+	}
+	return offsets
+}
+
+// printReads prints which file of the folder each location was read from this boot.
+func (t *tryRun) printReads() {
+	var reads []string
+	for loc, p := range t.dl.read {
+		reads = append(reads, fmt.Sprintf("%s  <-  %s", loc, p))
+	}
+	sort.Strings(reads)
+	for _, l := range reads {
+		fmt.Fprintf(t.out, "script %s\n", l)
+	}
+	if len(reads) == 0 {
+		fmt.Fprintln(t.out, "no script read from the folder this boot (cached copies, or nothing to run)")
+	}
 }
 
 // printLog prints what this boot appended to a script's log.

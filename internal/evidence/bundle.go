@@ -382,8 +382,32 @@ func Make(in Input, o Options, loc Location) (*Bundle, error) {
 	add("status.json", statusJSON, FileEntry{})
 
 	key, skey := Keys(loc, in.Node)
+	sum := summarize(in, r, key, man.Identity.FirstBoot, now, lastLines)
+	man.Stages = sum.Stages
+	// The manifest last: it lists the other files and counts the redactions in them.
+	man.Redactions = r.n
+	manJSON, err := r.jsonValue(man)
+	if err != nil {
+		return nil, fmt.Errorf("manifest: %w", err)
+	}
+	files = append(files, tarFile{dir + "manifest.json", manJSON})
+
+	tgz, err := pack(files, now)
+	if err != nil {
+		return nil, err
+	}
+	sj, err := json.Marshal(sum)
+	if err != nil {
+		return nil, err
+	}
+	return &Bundle{Key: key, SummaryKey: skey, Tarball: tgz, Summary: sum, SummaryJSON: append(sj, '\n'), Manifest: man}, nil
+}
+
+// summarize is the bundle's summary: the boot's stages and scripts as status saw them, each
+// script with the last line of its log (redacted).
+func summarize(in Input, r *redactor, key string, firstBoot bool, now time.Time, lastLines map[string]string) *Summary {
 	sum := &Summary{SchemaVersion: SchemaVersion, ClusterID: in.Node.ClusterID, ComputeNodeGroupID: in.Node.ComputeNodeGroupID,
-		InstanceID: in.Node.InstanceID, BootID: in.Node.BootID, NodeID: in.Node.NodeID, FirstBoot: man.Identity.FirstBoot,
+		InstanceID: in.Node.InstanceID, BootID: in.Node.BootID, NodeID: in.Node.NodeID, FirstBoot: firstBoot,
 		UploadedAt: now, Trigger: in.Trigger, Stage: in.Stage, ExitCode: in.Status.ExitCode, InstanceFailed: in.Status.Terminated != nil,
 		Version: in.Version, BundleKey: key, Stages: []StageSummary{}, Scripts: []ScriptSum{}}
 	for _, sg := range in.Status.Stages {
@@ -403,24 +427,7 @@ func Make(in Input, o Options, loc Location) (*Bundle, error) {
 			sum.Scripts = append(sum.Scripts, x)
 		}
 	}
-	man.Stages = sum.Stages
-	// The manifest last: it lists the other files and counts the redactions in them.
-	man.Redactions = r.n
-	manJSON, err := r.jsonValue(man)
-	if err != nil {
-		return nil, fmt.Errorf("manifest: %w", err)
-	}
-	files = append(files, tarFile{dir + "manifest.json", manJSON})
-
-	tgz, err := pack(files, now)
-	if err != nil {
-		return nil, err
-	}
-	sj, err := json.Marshal(sum)
-	if err != nil {
-		return nil, err
-	}
-	return &Bundle{Key: key, SummaryKey: skey, Tarball: tgz, Summary: sum, SummaryJSON: append(sj, '\n'), Manifest: man}, nil
+	return sum
 }
 
 func pack(files []tarFile, now time.Time) ([]byte, error) {

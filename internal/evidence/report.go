@@ -161,47 +161,7 @@ func BuildReport(ctx context.Context, client ReadAPI, o ReportOptions) (*Report,
 			}
 		}()
 	}
-	listErr := func() error {
-		defer close(keys)
-		in := &s3.ListObjectsV2Input{Bucket: aws.String(o.Location.Bucket), Prefix: aws.String(o.listPrefix())}
-		if o.ExpectedBucketOwner != "" {
-			in.ExpectedBucketOwner = aws.String(o.ExpectedBucketOwner)
-		}
-		pg := s3.NewListObjectsV2Paginator(client, in)
-		for pg.HasMorePages() {
-			page, err := pg.NextPage(ctx)
-			if err != nil {
-				return fmt.Errorf("list s3://%s/%s: %w", o.Location.Bucket, o.listPrefix(), err)
-			}
-			for _, obj := range page.Contents {
-				key := aws.ToString(obj.Key)
-				if !strings.HasSuffix(key, ".json") {
-					continue // the bundles, and anything else that is not a summary
-				}
-				parts, ok := keyParts(o.Location.Prefix, key)
-				switch {
-				case !ok:
-					skip(key, "not at <prefix>/<cluster>/<node group>/<instance>/<boot>.json")
-					continue
-				case o.Instance != "" && parts[2] != KeyPart(o.Instance):
-					continue
-				case o.NodeGroup != "" && parts[1] != KeyPart(o.NodeGroup):
-					continue
-				case aws.ToInt64(obj.Size) > MaxSummarySize:
-					skip(key, fmt.Sprintf("%d bytes, over the %d-byte limit of a summary", aws.ToInt64(obj.Size), MaxSummarySize))
-					continue
-				case !o.Since.IsZero() && obj.LastModified != nil && obj.LastModified.Before(o.Since):
-					continue // written before --since: so was its summary
-				}
-				select {
-				case keys <- key:
-				case <-ctx.Done():
-					return ctx.Err()
-				}
-			}
-		}
-		return nil
-	}()
+	listErr := listSummaries(ctx, client, o, keys, skip)
 	wg.Wait()
 	if listErr != nil {
 		return nil, listErr
@@ -209,6 +169,50 @@ func BuildReport(ctx context.Context, client ReadAPI, o ReportOptions) (*Report,
 	agg.report(rep)
 	sort.Slice(rep.Skipped, func(i, j int) bool { return rep.Skipped[i].Key < rep.Skipped[j].Key })
 	return rep, nil
+}
+
+// listSummaries sends the keys of the summaries under the prefix that the options do not
+// rule out by their key or listing alone, page after page, then closes keys.
+func listSummaries(ctx context.Context, client ReadAPI, o ReportOptions, keys chan<- string, skip func(key, why string)) error {
+	defer close(keys)
+	in := &s3.ListObjectsV2Input{Bucket: aws.String(o.Location.Bucket), Prefix: aws.String(o.listPrefix())}
+	if o.ExpectedBucketOwner != "" {
+		in.ExpectedBucketOwner = aws.String(o.ExpectedBucketOwner)
+	}
+	pg := s3.NewListObjectsV2Paginator(client, in)
+	for pg.HasMorePages() {
+		page, err := pg.NextPage(ctx)
+		if err != nil {
+			return fmt.Errorf("list s3://%s/%s: %w", o.Location.Bucket, o.listPrefix(), err)
+		}
+		for _, obj := range page.Contents {
+			key := aws.ToString(obj.Key)
+			if !strings.HasSuffix(key, ".json") {
+				continue // the bundles, and anything else that is not a summary
+			}
+			parts, ok := keyParts(o.Location.Prefix, key)
+			switch {
+			case !ok:
+				skip(key, "not at <prefix>/<cluster>/<node group>/<instance>/<boot>.json")
+				continue
+			case o.Instance != "" && parts[2] != KeyPart(o.Instance):
+				continue
+			case o.NodeGroup != "" && parts[1] != KeyPart(o.NodeGroup):
+				continue
+			case aws.ToInt64(obj.Size) > MaxSummarySize:
+				skip(key, fmt.Sprintf("%d bytes, over the %d-byte limit of a summary", aws.ToInt64(obj.Size), MaxSummarySize))
+				continue
+			case !o.Since.IsZero() && obj.LastModified != nil && obj.LastModified.Before(o.Since):
+				continue // written before --since: so was its summary
+			}
+			select {
+			case keys <- key:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+	}
+	return nil
 }
 
 // readSummary reads and checks one summary.

@@ -47,23 +47,7 @@ func Build(in Input) *status.Document {
 	if st != nil && st.InstanceID != in.InstanceID {
 		st = nil // another instance's history: nothing has run on this one
 	}
-	var boot *state.Boot
-	if st != nil {
-		d.Node.FirstBootID, d.Node.FirstBoot, d.Node.Boots = st.FirstBootID, st.FirstBootID == in.BootID, len(st.Boots)
-		d.Node.ConfigCached = st.ConfigSHA != ""
-		boot = st.Boot(in.BootID)
-		if boot != nil && boot.Evidence != nil {
-			e := boot.Evidence
-			d.Evidence = &status.Evidence{At: e.At, Stage: e.Stage, OK: e.OK, URI: e.URI, Error: e.Error, DurationMS: e.DurationMS}
-		}
-		if t := st.Terminated; t != nil {
-			d.Terminated = &status.Termination{Stage: t.Stage, Script: t.Script, ExitCode: t.ExitCode, BootID: t.BootID, At: t.At,
-				Signal: t.Signal, Message: stage.TerminatedText(t)}
-			d.ExitCode = exitcode.Terminate
-		}
-	} else {
-		d.Node.FirstBoot = true
-	}
+	boot := buildNode(d, st, in.BootID)
 	doc := in.Doc
 	if !d.Node.ConfigCached {
 		doc = nil // a configuration cached for another instance is not this one's
@@ -92,31 +76,11 @@ func Build(in Input) *status.Document {
 		if scripts == nil && sr == nil {
 			continue
 		}
-		ss := status.Stage{Name: name, Status: status.StageNotStarted, Scripts: []status.Script{}}
+		ss := buildStage(d, name, sr)
 		switch {
 		case sr != nil:
 			ranThisBoot = true
-			ss.Status = string(sr.Status)
-			if sr.Status == state.StageRunning && !d.Running {
-				ss.Status = string(state.StageInterrupted)
-			}
-			code := stageCode(sr)
-			d.ExitCode = exitcode.Worst(d.ExitCode, code)
-			if sr.Status != state.StageRunning {
-				ss.ExitCode = &code
-			}
-			t := sr.StartedAt
-			ss.StartedAt = &t
-			ss.EndedAt = sr.EndedAt
-			if sr.EndedAt != nil {
-				ms := sr.EndedAt.Sub(sr.StartedAt).Milliseconds()
-				ss.DurationMS = &ms
-			}
-		case d.Terminated != nil:
-			ss.Status = status.StageRefused
-			code := exitcode.Terminate
-			ss.ExitCode = &code
-		default:
+		case d.Terminated == nil:
 			notStarted = append(notStarted, name)
 		}
 		for _, s := range scripts {
@@ -124,6 +88,64 @@ func Build(in Input) *status.Document {
 		}
 		d.Stages = append(d.Stages, ss)
 	}
+	summarize(d, st, in.BootID, ranThisBoot, notStarted)
+	return d
+}
+
+// buildNode fills what the state says of the node (first boot, boots, configuration, the
+// evidence upload, a TERMINATE) and returns the current boot's record, if any.
+func buildNode(d *status.Document, st *state.State, bootID string) *state.Boot {
+	if st == nil {
+		d.Node.FirstBoot = true
+		return nil
+	}
+	d.Node.FirstBootID, d.Node.FirstBoot, d.Node.Boots = st.FirstBootID, st.FirstBootID == bootID, len(st.Boots)
+	d.Node.ConfigCached = st.ConfigSHA != ""
+	boot := st.Boot(bootID)
+	if boot != nil && boot.Evidence != nil {
+		e := boot.Evidence
+		d.Evidence = &status.Evidence{At: e.At, Stage: e.Stage, OK: e.OK, URI: e.URI, Error: e.Error, DurationMS: e.DurationMS}
+	}
+	if t := st.Terminated; t != nil {
+		d.Terminated = &status.Termination{Stage: t.Stage, Script: t.Script, ExitCode: t.ExitCode, BootID: t.BootID, At: t.At,
+			Signal: t.Signal, Message: stage.TerminatedText(t)}
+		d.ExitCode = exitcode.Terminate
+	}
+	return boot
+}
+
+// buildStage is one stage on this boot (its scripts apart): its run, refused on an instance a
+// TERMINATE marked failed, or not started. Its result goes into the document's exit code.
+func buildStage(d *status.Document, name string, sr *state.StageRun) status.Stage {
+	ss := status.Stage{Name: name, Status: status.StageNotStarted, Scripts: []status.Script{}}
+	switch {
+	case sr != nil:
+		ss.Status = string(sr.Status)
+		if sr.Status == state.StageRunning && !d.Running {
+			ss.Status = string(state.StageInterrupted)
+		}
+		code := stageCode(sr)
+		d.ExitCode = exitcode.Worst(d.ExitCode, code)
+		if sr.Status != state.StageRunning {
+			ss.ExitCode = &code
+		}
+		t := sr.StartedAt
+		ss.StartedAt = &t
+		ss.EndedAt = sr.EndedAt
+		if sr.EndedAt != nil {
+			ms := sr.EndedAt.Sub(sr.StartedAt).Milliseconds()
+			ss.DurationMS = &ms
+		}
+	case d.Terminated != nil:
+		ss.Status = status.StageRefused
+		code := exitcode.Terminate
+		ss.ExitCode = &code
+	}
+	return ss
+}
+
+// summarize says the exit code in words (and sets 5 when nothing ran on this boot).
+func summarize(d *status.Document, st *state.State, bootID string, ranThisBoot bool, notStarted []string) {
 	switch {
 	case d.Terminated != nil:
 		d.Summary = stage.TerminatedText(st.Terminated) + ": nothing more runs on it; it must be replaced"
@@ -135,14 +157,13 @@ func Build(in Input) *status.Document {
 		d.Summary = "no configuration cached: the first run on this instance did not get its --config"
 	case !ranThisBoot:
 		d.ExitCode = exitcode.NothingRan
-		d.Summary = "nothing has run on this boot (" + in.BootID + ")"
-		if last := lastBoot(st, in.BootID); last != nil {
+		d.Summary = "nothing has run on this boot (" + bootID + ")"
+		if last := lastBoot(st, bootID); last != nil {
 			d.Summary += "; the last boot that ran was " + last.BootID + ", started " + last.StartedAt.Local().Format(stage.TimeFormat)
 		}
 	default:
 		d.Summary = summary(d, notStarted)
 	}
-	return d
 }
 
 func lastBoot(st *state.State, bootID string) *state.Boot {

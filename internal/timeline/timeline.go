@@ -74,22 +74,7 @@ func Build(st *state.State, bootID string) *Timeline {
 	tl := &Timeline{Version: Version, InstanceID: st.InstanceID, BootID: bootID, FirstBoot: bootID == st.FirstBootID, Entries: []Entry{}}
 	add := func(e Entry) { tl.Entries = append(tl.Entries, e) }
 	for _, m := range b.Marks {
-		e := Entry{Kind: m.Kind, Stage: m.Stage, Start: m.At, Detail: m.Detail}
-		switch m.Kind {
-		case state.MarkExecutorStarted:
-			e.Kind, e.Name = KindExecutor, "executor started"
-		case state.MarkDownloads:
-			e.Kind, e.Name, e.DurationMS = KindDownloads, "downloads", ms(m.DurationMS)
-		case state.MarkReady:
-			e.Kind, e.Name = KindReady, "READY=1"
-		case state.MarkRegistrationWait:
-			e.Kind, e.Name, e.DurationMS, e.Result, e.Detail = KindRegistration, "registration wait", ms(m.DurationMS), m.Detail, ""
-		case state.MarkEvidence:
-			e.Kind, e.Name, e.DurationMS, e.Result, e.Detail = KindEvidence, "evidence upload", ms(m.DurationMS), m.Detail, ""
-		default:
-			e.Name = m.Kind
-		}
-		add(e)
+		add(markEntry(m))
 	}
 	for _, name := range lifecycle.Stages {
 		sr := b.Stages[name]
@@ -119,6 +104,35 @@ func Build(st *state.State, bootID string) *Timeline {
 		tl.Start, tl.End = b.StartedAt, b.StartedAt
 		return tl
 	}
+	order(tl)
+	if sr := b.Stages[lifecycle.StageNodeReady]; sr != nil && sr.EndedAt != nil && !sr.Status.Resumable() {
+		tl.ReadyEndMS = ms(sr.EndedAt.Sub(tl.Start).Milliseconds())
+	}
+	return tl
+}
+
+// markEntry is a timed step of the boot besides stages and scripts.
+func markEntry(m state.Mark) Entry {
+	e := Entry{Kind: m.Kind, Stage: m.Stage, Start: m.At, Detail: m.Detail}
+	switch m.Kind {
+	case state.MarkExecutorStarted:
+		e.Kind, e.Name = KindExecutor, "executor started"
+	case state.MarkDownloads:
+		e.Kind, e.Name, e.DurationMS = KindDownloads, "downloads", ms(m.DurationMS)
+	case state.MarkReady:
+		e.Kind, e.Name = KindReady, "READY=1"
+	case state.MarkRegistrationWait:
+		e.Kind, e.Name, e.DurationMS, e.Result, e.Detail = KindRegistration, "registration wait", ms(m.DurationMS), m.Detail, ""
+	case state.MarkEvidence:
+		e.Kind, e.Name, e.DurationMS, e.Result, e.Detail = KindEvidence, "evidence upload", ms(m.DurationMS), m.Detail, ""
+	default:
+		e.Name = m.Kind
+	}
+	return e
+}
+
+// order sorts the entries and sets the offsets, the start, the end and the total.
+func order(tl *Timeline) {
 	// Chronological; at the same instant a stage before its scripts, marks first.
 	rank := map[string]int{KindExecutor: 0, KindDownloads: 1, KindReady: 1, KindRegistration: 1, KindStage: 2, KindScript: 3, KindEvidence: 4}
 	sort.SliceStable(tl.Entries, func(i, j int) bool {
@@ -144,10 +158,6 @@ func Build(st *state.State, bootID string) *Timeline {
 	}
 	tl.Start, tl.End = tl.Start.UTC(), tl.End.UTC()
 	tl.TotalMS = tl.End.Sub(tl.Start).Milliseconds()
-	if sr := b.Stages[lifecycle.StageNodeReady]; sr != nil && sr.EndedAt != nil && !sr.Status.Resumable() {
-		tl.ReadyEndMS = ms(sr.EndedAt.Sub(tl.Start).Milliseconds())
-	}
-	return tl
 }
 
 func result(r *state.ScriptRun) string {
