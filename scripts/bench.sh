@@ -53,6 +53,21 @@ print(f"{statistics.median(ts):.2f}")
 PY
 }
 
+# median_pair CMD1… -- CMD2…: both medians (ms), the two commands run in turn each round, so a
+# change of the machine's load touches both alike
+median_pair() {
+  python3 - "$ROUNDS" "$@" <<'PY'
+import subprocess, sys, time, statistics
+rounds = int(sys.argv[1]); args = sys.argv[2:]; i = args.index("--"); cmds = [args[:i], args[i + 1:]]
+ts = [[], []]
+for r in range(rounds):
+    for j, cmd in enumerate(cmds):
+        c = [a.replace("{}", str(r)) for a in cmd]
+        t = time.perf_counter(); subprocess.run(c, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL); ts[j].append((time.perf_counter() - t) * 1000)
+print(f"{statistics.median(ts[0]):.2f} {statistics.median(ts[1]):.2f}")
+PY
+}
+
 GW=$(command -v versitygw || echo "$top/.tools/versitygw"); [ -x "$GW" ] || GW="$(go env GOPATH)/bin/versitygw"
 port=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
 mkdir -p "$work/s3/bench/s" "$work/direct"
@@ -74,10 +89,10 @@ PY
 }
 cfg "$N" EVERY_BOOT >"$work/cfg.json"
 node() { "$BIN" "$@" --root "$work/node" --instance-id i-bench --node-id bench; }
-node run --stage nodeBootstrapped --config "$work/cfg.json" --boot-id warm >/dev/null
+node run --stage nodeBootstrapped --config "$work/cfg.json" --boot-id warm >/dev/null 2>&1
 
-direct=$(median_ms bash -c 'for f in '"$work"'/direct/*.sh; do "$f"; done')
-run=$(median_ms "$BIN" run --stage nodeBootstrapped --root "$work/node" --instance-id i-bench --node-id bench --boot-id "b{}")
+read -r run direct < <(median_pair "$BIN" run --stage nodeBootstrapped --root "$work/node" --instance-id i-bench --node-id bench --boot-id "b{}" \
+  -- bash -c 'for f in '"$work"'/direct/*.sh; do "$f"; done')
 version=$(median_ms "$BIN" version)
 per=$(python3 -c "print(f'{($run - $direct) / $N:.3f}')")
 row W1 "run, $N cached no-op scripts (EVERY_BOOT)" "$run" ms "bash loop exec'ing them" "$direct"
@@ -89,8 +104,9 @@ if ! /usr/bin/python3 -c 'import cloudinit.util' 2>/dev/null && [ "$(id -u)" = 0
   DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends cloud-init >/dev/null 2>&1 || true
 fi
 if /usr/bin/python3 -c 'import cloudinit.util' 2>/dev/null; then
-  ci=$(median_ms /usr/bin/python3 -c 'import sys; from cloudinit import util; util.runparts(sys.argv[1])' "$work/direct")
-  row W4 "cloud-init's runparts, the same $N scripts" "$ci" ms "pcs-lifecycle run (W1)" "$run"
+  read -r ci run2 < <(median_pair /usr/bin/python3 -c 'import sys; from cloudinit import util; util.runparts(sys.argv[1])' "$work/direct" \
+    -- "$BIN" run --stage nodeBootstrapped --root "$work/node" --instance-id i-bench --node-id bench --boot-id "c{}")
+  row W4 "cloud-init's runparts, the same $N scripts" "$ci" ms "pcs-lifecycle run, in turn" "$run2"
   if [ -n "${CLOUD_INIT:-}" ]; then
     # cloud-init's own path for user scripts: `cloud-init single --name scripts_user` runs
     # /var/lib/cloud/instance/scripts/*, as the final stage of every boot does.
@@ -108,9 +124,9 @@ else
   row W4 "cloud-init's runparts, the same $N scripts" n/a ms "" "" "" "" "cloud-init not installed (run as root to install it)"
 fi
 
-dlN=$(median_ms "$BIN" fetch --root "$work/dl" --config "$work/cfg.json" --instance-id "i-dl{}" --boot-id b1)
 cfg 1 EVERY_BOOT >"$work/cfg1.json"
-dl1=$(median_ms "$BIN" fetch --root "$work/dl1" --config "$work/cfg1.json" --instance-id "i-dl{}" --boot-id b1)
+read -r dlN dl1 < <(median_pair "$BIN" fetch --root "$work/dl" --config "$work/cfg.json" --instance-id "i-dl{}" --boot-id b1 \
+  -- "$BIN" fetch --root "$work/dl1" --config "$work/cfg1.json" --instance-id "i-dl{}" --boot-id b1)
 row W2 "fetch $N tiny scripts on a new instance, no added latency" "$dlN" ms "fetch 1 script" "$dl1"
 # --- issue 11: `report` over 10,000 evidence summaries (REPORT_N) on this versitygw ---------------
 # The summaries are written straight into the posix backend's folder (a bucket is a folder), as
@@ -157,8 +173,11 @@ kill "$gwpid" 2>/dev/null || true; gwpid=
 # W2, W3, W5, W6, W7 at full size against the real parts (internal/perf).
 echo "bench: internal/perf at full size (PCS_BENCH=1); this takes a few minutes" >&2
 (cd "$top" && PCS_BENCH=1 PCS_BENCH_REPORT="$rows" PCS_LIFECYCLE_BIN="$BIN" \
-  go test -count=1 -timeout 15m -run "${PERF_RUN:-.}" ./internal/perf/ >"$work/perf.log" 2>&1) || {
-  echo "bench: internal/perf failed:" >&2; tail -50 "$work/perf.log" >&2; exit 1; }
+  go test -count=1 -v -timeout 15m -run "${PERF_RUN:-.}" ./internal/perf/ >"$work/perf.log" 2>&1) || {
+  cp "$work/perf.log" /tmp/pcs-bench-perf.log
+  echo "bench: internal/perf failed (whole output: /tmp/pcs-bench-perf.log):" >&2
+  grep -E -- '--- FAIL|Error Trace|Error:|Messages:|^\s+[a-z_]+_test.go:[0-9]+: ' "$work/perf.log" | grep -v ': W[0-9]' | head -40 >&2
+  exit 1; }
 
 python3 - "$rows" "$started" "$load0" "$(cut -d' ' -f1-3 /proc/loadavg)" "$((SECONDS - bench_t0))" "$(nproc)" "$(uname -srm)" <<'PY'
 import json, sys
