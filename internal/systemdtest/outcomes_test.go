@@ -364,3 +364,41 @@ func eventually(t *testing.T, ctx context.Context, what string, cond func() bool
 		}
 	}
 }
+
+// TestPoweroffDuringStage: the node is shut down while a FIRST_BOOT_ONLY nodeBootstrapped
+// script runs. systemd stops the unit (the executor ends the script's group and saves the
+// state) and the container powers off; on the next boot the interrupted script runs again
+// (its first run never ended), and the boot completes.
+func TestPoweroffDuringStage(t *testing.T) {
+	t.Parallel()
+	for _, m := range modes {
+		t.Run(m.String(), func(t *testing.T) {
+			t.Parallel()
+			ctx := testContext(t)
+			n := newNode(t, m)
+			hang := `if [ ! -e ` + marksDir + `/hung ]; then touch ` + marksDir + `/hung; exec sleep 600; fi; echo second run`
+			n.configure([]script{{name: "hang-once", body: hang}}, []script{ok("ready")})
+			c := n.boot(ctx)
+			eventually(t, ctx, "the script started", func() bool {
+				_, err := os.Stat(filepath.Join(n.dir, "marks", "hung"))
+				return err == nil
+			})
+			n.poweroff(ctx, c)
+			require.Contains(t, n.executorLog(), "interrupted")
+
+			c = n.boot(ctx)
+			boot, ready, system := waitDone(ctx, c, m)
+			require.Equal(t, "active/exited", state(boot), "%v", boot)
+			require.Equal(t, 0, boot.ExecMainStatus, "%v", boot)
+			require.Equal(t, "active/exited", state(ready), "%v", ready)
+			require.Equal(t, "running", system)
+			require.Equal(t, []string{
+				"nodeBootstrapped/hang-once first=1 slurmd=inactive",
+				"nodeBootstrapped/hang-once first=0 slurmd=inactive",
+				"nodeReady/ready first=0 slurmd=active",
+			}, n.runs())
+			require.Contains(t, n.scriptLog("nodeBootstrapped", "hang-once"), "second run")
+			n.poweroff(ctx, c)
+		})
+	}
+}
