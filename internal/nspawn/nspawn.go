@@ -217,7 +217,19 @@ func Boot(ctx context.Context, t testing.TB, spec Spec) *Container {
 // root): /etc/systemd/system with the masks, the default target and the units; a machine-id;
 // the files.
 func prepare(dir string, spec Spec) error {
-	sys := filepath.Join(dir, "etc/systemd/system")
+	if err := writeUnits(filepath.Join(dir, "etc/systemd/system"), spec); err != nil {
+		return err
+	}
+	id, err := machineID()
+	if err != nil {
+		return err
+	}
+	return writeFiles(dir, append([]File{{Path: "/etc/machine-id", Data: []byte(id + "\n"), Mode: 0o444}}, spec.Files...))
+}
+
+// writeUnits fills the container's /etc/systemd/system: the default target, a mask for every
+// unit of the host but those kept, and the units of the spec.
+func writeUnits(sys string, spec Spec) error {
 	if err := os.MkdirAll(sys, 0o755); err != nil {
 		return err
 	}
@@ -266,17 +278,18 @@ func prepare(dir string, spec Spec) error {
 			return err
 		}
 	}
-	id, err := machineID()
-	if err != nil {
-		return err
-	}
-	files := append([]File{{Path: "/etc/machine-id", Data: []byte(id + "\n"), Mode: 0o444}}, spec.Files...)
+	return nil
+}
+
+// writeFiles places files under dir, each at its absolute path in the container.
+func writeFiles(dir string, files []File) error {
 	for _, f := range files {
 		if !filepath.IsAbs(f.Path) {
 			return fmt.Errorf("%s: not an absolute path", f.Path)
 		}
 		data := f.Data
 		if f.Src != "" {
+			var err error
 			if data, err = os.ReadFile(f.Src); err != nil {
 				return err
 			}
