@@ -301,9 +301,7 @@ func TestRunStartErrors(t *testing.T) {
 func TestRunBackgroundChildHoldingPipe(t *testing.T) {
 	t.Parallel()
 	const pipeWait = 300 * time.Millisecond
-	start := time.Now()
 	res, out, elapsed := run(t, context.Background(), Spec{Path: fixture(t, "background.sh"), PipeWait: pipeWait})
-	_ = start
 
 	bg, err := strconv.Atoi(strings.TrimSpace(out))
 	require.NoError(t, err, "output %q", out)
@@ -312,9 +310,8 @@ func TestRunBackgroundChildHoldingPipe(t *testing.T) {
 	require.Equal(t, 0, res.ExitCode)
 	require.Empty(t, res.Signal)
 	require.GreaterOrEqual(t, elapsed, pipeWait)
-	require.Less(t, elapsed, pipeWait+2*time.Second)
-	require.Less(t, res.Duration, pipeWait, "Duration ends at the exit, not after the pipe wait")
-	require.True(t, alive(bg), "the background child must be left running")
+	require.LessOrEqual(t, res.Duration, elapsed-pipeWait, "Duration ends at the exit, not after the pipe wait")
+	require.True(t, alive(bg), "the background child must be left running: Run returned without waiting for it")
 }
 
 // A timeout or cancellation kills the whole group, including children that ignore SIGTERM, as
