@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -163,4 +164,19 @@ func (s *Session) firstConfig(ctx context.Context) error {
 		zap.String("form", dec.Form.Describe()))
 	s.Doc = dec.Document
 	return nil
+}
+
+// DefaultBootstrappedTimeout bounds nodeBootstrapped (SPEC §4: the node's ~30-minute
+// registration budget); nodeReady has no limit by default.
+const DefaultBootstrappedTimeout = 30 * time.Minute
+
+// StageTimeouts are the stage limits of a run: nodeBootstrapped's default, and --stage-timeout
+// (given, nil when not) as the limit of stageName, the stage run --stage runs (under daemon,
+// nodeBootstrapped: it sets that stage's limit only).
+func StageTimeouts(stageName string, given *time.Duration) map[string]time.Duration {
+	m := map[string]time.Duration{lifecycle.StageNodeBootstrapped: DefaultBootstrappedTimeout}
+	if given != nil {
+		m[stageName] = *given
+	}
+	return m
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -153,4 +154,16 @@ func TestFailureText(t *testing.T) {
 	dl := base
 	dl.Status = state.ScriptDownloadFailed
 	require.Equal(t, "pcs-lifecycle: nodeReady/gpu check download failed", FailureText(dl))
+}
+
+func TestStageTimeouts(t *testing.T) {
+	require.Equal(t, map[string]time.Duration{lifecycle.StageNodeBootstrapped: 30 * time.Minute}, StageTimeouts(lifecycle.StageNodeReady, nil),
+		"nodeReady has no limit unless given")
+	d := 5 * time.Minute
+	require.Equal(t, map[string]time.Duration{lifecycle.StageNodeBootstrapped: 30 * time.Minute, lifecycle.StageNodeReady: d},
+		StageTimeouts(lifecycle.StageNodeReady, &d))
+	require.Equal(t, map[string]time.Duration{lifecycle.StageNodeBootstrapped: d}, StageTimeouts(lifecycle.StageNodeBootstrapped, &d))
+	zero := time.Duration(0)
+	require.Equal(t, map[string]time.Duration{lifecycle.StageNodeBootstrapped: 0}, StageTimeouts(lifecycle.StageNodeBootstrapped, &zero),
+		"--stage-timeout 0 lifts the limit")
 }

@@ -90,10 +90,11 @@ func (f *bootFlags) slurm() *slurm.Client {
 func (f *bootFlags) runner(cmd *cobra.Command, s *boot.Session, stageName string) *stage.Runner {
 	r := s.Runner(f.force)
 	r.ScriptTimeout = f.scriptTimeout
-	r.StageTimeout = map[string]time.Duration{lifecycle.StageNodeBootstrapped: 30 * time.Minute}
+	var given *time.Duration
 	if cmd.Flags().Changed("stage-timeout") {
-		r.StageTimeout[stageName] = f.stageTimeout
+		given = &f.stageTimeout
 	}
+	r.StageTimeout = boot.StageTimeouts(stageName, given)
 	return r
 }
 

@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -246,7 +245,7 @@ func (t *tryRun) boot(ctx context.Context, node *Options, doc *lifecycle.Documen
 	t.dl.read = map[string]string{}
 	r := s.Runner(false)
 	r.Downloader = t.dl
-	r.StageTimeout = map[string]time.Duration{lifecycle.StageNodeBootstrapped: 30 * time.Minute}
+	r.StageTimeout = boot.StageTimeouts(lifecycle.StageNodeBootstrapped, nil)
 	code = exitcode.OK
 	for _, st := range t.stages {
 		out, err := r.RunStage(ctx, st) // nodeReady at once: a sandbox has no Slurm to wait for
