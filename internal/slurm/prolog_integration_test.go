@@ -129,8 +129,12 @@ func TestPrologRefusesJobsAfterFailure(t *testing.T) {
 			require.True(t, st.Drained(), "node not drained after the prolog failed: %s", st)
 			t.Logf("node after the prolog failed: %s, reason %q", st, st.Reason)
 			assert.Contains(t, strings.ToLower(st.Reason), "prolog")
-			time.Sleep(2 * time.Second)
-			out := p.s.Run(t, "scontrol", "-o", "show", "job", id)
+			// Then the job is requeued held (its reason says so).
+			var out string
+			require.Eventually(t, func() bool {
+				out = p.s.Run(t, "scontrol", "-o", "show", "job", id)
+				return strings.Contains(out, "Reason=launch_failed_requeued_held")
+			}, 30*time.Second, 200*time.Millisecond, "the job was not requeued held")
 			t.Logf("job after the prolog failed: %s", out)
 			assert.Empty(t, p.s.JobOutput(id), "the job ran")
 			assert.NotContains(t, out, "JobState=COMPLETED")

@@ -41,19 +41,27 @@ func TestWaitRegisteredWaitsForLateSlurmd(t *testing.T) {
 	var mu sync.Mutex
 	var seen []string
 	done := make(chan error, 1)
-	start := time.Now()
+	polledTwice := make(chan struct{})
 	go func() {
 		done <- c.WaitRegistered(context.Background(), "node1", 250*time.Millisecond, time.Minute, func(st slurm.State, err error) {
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
 				seen = append(seen, "error: "+err.Error())
-				return
+			} else {
+				seen = append(seen, st.String())
 			}
-			seen = append(seen, st.String())
+			if len(seen) == 2 {
+				close(polledTwice)
+			}
 		})
 	}()
-	time.Sleep(3 * time.Second)
+	// Two polls have seen the node unregistered (slurmd not started): the wait goes on.
+	select {
+	case <-polledTwice:
+	case <-time.After(30 * time.Second):
+		t.Fatal("WaitRegistered did not poll twice in 30 s")
+	}
 	select {
 	case err := <-done:
 		t.Fatalf("WaitRegistered returned before slurmd started: %v", err)
@@ -66,8 +74,6 @@ func TestWaitRegisteredWaitsForLateSlurmd(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("WaitRegistered did not return within 30 s of slurmd registering")
 	}
-	elapsed := time.Since(start)
-	assert.GreaterOrEqual(t, elapsed, 3*time.Second)
 
 	mu.Lock()
 	defer mu.Unlock()
@@ -93,7 +99,7 @@ func TestWaitRegisteredTimesOut(t *testing.T) {
 		start := time.Now()
 		polls := 0
 		err := c.WaitRegistered(context.Background(), node, 200*time.Millisecond, 1500*time.Millisecond, func(slurm.State, error) { polls++ })
-		elapsed := time.Since(start)
+		elapsed := time.Since(start) // at least the timeout: a designed wait, never shorter
 		require.ErrorIs(t, err, slurm.ErrRegistrationTimeout, node)
 		var te *slurm.TimeoutError
 		require.ErrorAs(t, err, &te)
@@ -102,7 +108,6 @@ func TestWaitRegisteredTimesOut(t *testing.T) {
 		assert.Equal(t, polls, te.Polls)
 		assert.GreaterOrEqual(t, polls, 2)
 		assert.GreaterOrEqual(t, elapsed, 1500*time.Millisecond)
-		assert.Less(t, elapsed, 10*time.Second, "the deadline also cuts the poll in flight short")
 		if node == "future1" {
 			assert.Equal(t, "FUTURE", te.Last.String())
 		} else {
@@ -122,9 +127,7 @@ func TestWaitRegisteredTimesOut(t *testing.T) {
 	assert.ErrorIs(t, te.LastErr, slurm.ErrNodeNotFound)
 
 	// timeout 0 never waits and never runs scontrol.
-	start := time.Now()
 	require.NoError(t, c.WaitRegistered(context.Background(), "node1", 0, 0, func(slurm.State, error) { t.Error("polled with timeout 0") }))
-	assert.Less(t, time.Since(start), 100*time.Millisecond)
 
 	// A cancelled context ends the wait.
 	ctx, cancel := context.WithTimeout(context.Background(), 700*time.Millisecond)
@@ -156,13 +159,13 @@ func TestNotConfigured(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			c := slurm.New(tt.opts)
-			start := time.Now()
+			// Within 30 s: scontrol itself retries a missing SLURM_CONF for 60 s, and a call cut
+			// by this context would be its error, not ErrNotConfigured.
 			_, err := c.NodeState(ctxFor(t, 30*time.Second), "node1")
 			require.ErrorIs(t, err, slurm.ErrNotConfigured)
 			assert.Equal(t, tt.noConf, errors.Is(err, slurm.ErrNoConfig), "%v", err)
-			assert.Less(t, time.Since(start), 10*time.Second, "reported promptly (scontrol itself retries a missing SLURM_CONF for 60 s)")
 
-			start = time.Now()
+			start := time.Now()
 			polls := 0
 			err = c.WaitRegistered(context.Background(), "node1", 100*time.Millisecond, time.Minute, func(_ slurm.State, err error) {
 				polls++
@@ -176,7 +179,6 @@ func TestNotConfigured(t *testing.T) {
 			} else {
 				assert.Equal(t, 1, polls)
 			}
-			assert.Less(t, time.Since(start), 10*time.Second)
 
 			for name, op := range map[string]func() error{
 				"Drain":      func() error { return c.Drain(context.Background(), "node1", ourReason) },
@@ -343,13 +345,11 @@ func TestDrainHoldsJobs(t *testing.T) {
 
 	require.NoError(t, c.Drain(ctx, "node1", ourReason))
 	id := s.Sbatch(t, "echo ran as $(id -un) on $SLURMD_NODENAME", "-w", "node1")
-	// The scheduler looks at a new job at once and every few seconds after: give it 4.
-	deadline := time.Now().Add(4 * time.Second)
-	for time.Now().Before(deadline) {
-		require.Equal(t, "PENDING", s.JobState(t, id), "job ran on a drained node")
-		time.Sleep(250 * time.Millisecond)
-	}
-	assert.Contains(t, s.Run(t, "squeue", "-h", "-j", id, "-o", "%r"), "ReqNodeNotAvail")
+	// Once the scheduler has looked at the job, it keeps it pending for the drained node.
+	require.Eventually(t, func() bool {
+		return strings.Contains(s.Run(t, "squeue", "-h", "-j", id, "-o", "%r"), "ReqNodeNotAvail")
+	}, 30*time.Second, 100*time.Millisecond, "the scheduler never gave the drained node as the reason")
+	require.Equal(t, "PENDING", s.JobState(t, id), "job ran on a drained node")
 
 	require.NoError(t, c.Resume(ctx, "node1", ourReason))
 	state := waitJob(t, s, id, 60*time.Second)
