@@ -150,7 +150,10 @@ func TestForkMany(t *testing.T) {
 		if r.code != 3 {
 			t.Fatalf("timed-out forker under CONTINUE: want exit 3: %s", r)
 		}
-		time.Sleep(200 * time.Millisecond)
+		// SIGKILL went to the group before the run returned; its delivery is asynchronous.
+		for deadline := time.Now().Add(10 * time.Second); len(processesOf(n.instance)) > 0 && time.Now().Before(deadline); {
+			time.Sleep(20 * time.Millisecond) // polling /proc until the group is gone
+		}
 		if left := processesOf(n.instance); len(left) > 0 {
 			t.Errorf("%d processes of the timed-out script survive", len(left))
 		}

@@ -62,8 +62,8 @@ func notFoundServer(t *testing.T, attempts int, backoff time.Duration) (string, 
 	return srv.URL + "/missing.sh", files, cfg
 }
 
-// With a 50 ms first wait, 3 attempts wait 50-57.5 ms then 100-115 ms: at least 150 ms in all
-// (timers never fire early) and, on a machine however busy, far below a second.
+// With a 50 ms first wait, 3 attempts wait 50-57.5 ms then 100-115 ms (the waits the
+// fetcher computes), at least 150 ms in all (timers never fire early).
 func TestBackoffTiming(t *testing.T) {
 	url, files, cfg := notFoundServer(t, 3, 50*time.Millisecond)
 	var mu sync.Mutex
@@ -85,7 +85,6 @@ func TestBackoffTiming(t *testing.T) {
 	assert.GreaterOrEqual(t, waits[1], 100*time.Millisecond)
 	assert.Less(t, waits[1], 115*time.Millisecond)
 	assert.GreaterOrEqual(t, elapsed, 150*time.Millisecond)
-	assert.Less(t, elapsed, time.Second)
 }
 
 func TestCancelDuringBackoff(t *testing.T) {
@@ -95,9 +94,8 @@ func TestCancelDuringBackoff(t *testing.T) {
 		time.AfterFunc(50*time.Millisecond, cancel)
 	}
 
-	start := time.Now()
+	// A backoff of 10 s not cut by the context would end in a third 404, not a cancellation.
 	res, err := New(cfg).Fetch(ctx, src(url))
-	assert.Less(t, time.Since(start), 5*time.Second, "the wait ends with the context")
 	require.Error(t, err)
 	assert.Nil(t, res.Data)
 	assert.ErrorIs(t, err, context.Canceled)
@@ -133,10 +131,9 @@ func TestAttemptTimeout(t *testing.T) {
 	cfg.HTTPClient = trusting(srv.CertPool)
 	cfg.AttemptTimeout = 100 * time.Millisecond
 
-	start := time.Now()
+	// The server never answers: only the attempt timeout ends each attempt.
 	res, err := New(cfg).Fetch(testContext(t), src(srv.URL+"/hang.sh"))
-	assert.Less(t, time.Since(start), 5*time.Second)
-	require.Error(t, err, "%+v after %v", res, time.Since(start))
+	require.Error(t, err, "%+v", res)
 	assert.Equal(t, Network, KindOf(err), err.Error())
 	assert.Contains(t, err.Error(), "network timeout after 2 attempts")
 }
