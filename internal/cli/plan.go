@@ -20,19 +20,19 @@ func newPlanCmd(o *Options) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if v.configNote != "" {
-				fmt.Fprintln(cmd.ErrOrStderr(), v.configNote)
+			if v.ConfigNote != "" {
+				fmt.Fprintln(cmd.ErrOrStderr(), v.ConfigNote)
 			}
-			st, boot, hasCopy := v.st, v.bootID, v.cache.HasScript
+			st, boot, hasCopy := v.State, v.BootID, v.Cache.HasScript
 			if reboot {
 				var simulated bool
-				st, simulated = stage.SimulateFirstBootDone(st, v.doc, v.inst, "planned-first-boot")
+				st, simulated = stage.SimulateFirstBootDone(st, v.Doc, v.InstanceID, "planned-first-boot")
 				if simulated {
 					hasCopy = func(string) bool { return true }
 				}
 				boot = "planned-next-boot"
 			}
-			return writePlan(cmd, stage.Plan(st, hasCopy, v.doc, v.inst, boot, force), wide)
+			return writePlan(cmd, stage.Plan(st, hasCopy, v.Doc, v.InstanceID, boot, force), wide)
 		},
 	}
 	cmd.Flags().BoolVar(&reboot, "reboot", false, "plan the next boot instead of this one")

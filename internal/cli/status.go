@@ -28,10 +28,10 @@ func newStatusCmd(o *Options) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			v.cachedDoc()
-			running, holder := state.Held(v.layout.LockFile())
-			doc := nodestatus.Build(nodestatus.Input{State: v.st, Doc: v.doc, BootID: v.bootID, InstanceID: v.inst,
-				NodeID: v.nodeID, Running: running, Holder: holder})
+			v.CachedDoc()
+			running, holder := state.Held(v.Layout.LockFile())
+			doc := nodestatus.Build(nodestatus.Input{State: v.State, Doc: v.Doc, BootID: v.BootID, InstanceID: v.InstanceID,
+				NodeID: v.NodeID, Running: running, Holder: holder})
 			if asJSON {
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")

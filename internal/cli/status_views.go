@@ -3,6 +3,7 @@ package cli
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/pcs-lifecycle/pcs-lifecycle/internal/boot"
 	"github.com/pcs-lifecycle/pcs-lifecycle/internal/exitcode"
 	"github.com/pcs-lifecycle/pcs-lifecycle/internal/metrics"
 	"github.com/pcs-lifecycle/pcs-lifecycle/internal/nodestatus"
@@ -12,10 +13,10 @@ import (
 )
 
 // viewStatus is the status document of a view (what status --json prints).
-func viewStatus(v *view) *status.Document {
-	running, holder := state.Held(v.layout.LockFile())
-	return nodestatus.Build(nodestatus.Input{State: v.st, Doc: v.doc, BootID: v.bootID, InstanceID: v.inst,
-		NodeID: v.nodeID, Running: running, Holder: holder})
+func viewStatus(v *boot.View) *status.Document {
+	running, holder := state.Held(v.Layout.LockFile())
+	return nodestatus.Build(nodestatus.Input{State: v.State, Doc: v.Doc, BootID: v.BootID, InstanceID: v.InstanceID,
+		NodeID: v.NodeID, Running: running, Holder: holder})
 }
 
 // statusViews are status's other views of the same state: the metrics (--format prometheus)
@@ -68,16 +69,16 @@ func (x *statusViews) run(cmd *cobra.Command, o *Options, asJSON bool) error {
 	}
 	out := cmd.OutOrStdout()
 	if x.format == "prometheus" {
-		v.cachedDoc()
-		return metrics.Write(out, metrics.Families(metrics.Input{Status: viewStatus(v), State: v.st}))
+		v.CachedDoc()
+		return metrics.Write(out, metrics.Families(metrics.Input{Status: viewStatus(v), State: v.State}))
 	}
-	st := v.st
-	if st != nil && st.InstanceID != v.inst {
+	st := v.State
+	if st != nil && st.InstanceID != v.InstanceID {
 		st = nil
 	}
-	tl := timeline.Build(st, v.bootID)
+	tl := timeline.Build(st, v.BootID)
 	if tl == nil {
-		return exitf(exitcode.NothingRan, "nothing recorded on boot %s of instance %s yet", v.bootID, v.inst)
+		return exitf(exitcode.NothingRan, "nothing recorded on boot %s of instance %s yet", v.BootID, v.InstanceID)
 	}
 	byDuration := x.sort == "duration"
 	if asJSON {

@@ -6,7 +6,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pcs-lifecycle/pcs-lifecycle/internal/exitcode"
-	"github.com/pcs-lifecycle/pcs-lifecycle/internal/state"
 )
 
 func newWaitCmd(o *Options) *cobra.Command {
@@ -26,21 +25,11 @@ func newWaitCmd(o *Options) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if v.st != nil && v.st.InstanceID == v.inst {
-					if v.st.Terminated != nil {
-						return exitcode.Errorf(exitcode.Terminate, "instance terminated by %s/%s", v.st.Terminated.Stage, v.st.Terminated.Script)
-					}
-					if b := v.st.Boot(v.bootID); b != nil {
-						if sr := b.Stages[st]; sr != nil && sr.Status != state.StageRunning && sr.Status != state.StageInterrupted {
-							if sr.ExitCode != exitcode.OK {
-								return exitcode.Errorf(sr.ExitCode, "%s finished with exit %d", st, sr.ExitCode)
-							}
-							return nil
-						}
-					}
+				if done, err := v.StageEnded(st); done {
+					return err
 				}
 				if timeout > 0 && time.Now().After(deadline) {
-					return exitcode.Errorf(exitcode.Internal, "timed out after %s waiting for %s on boot %s", timeout, st, v.bootID)
+					return exitcode.Errorf(exitcode.Internal, "timed out after %s waiting for %s on boot %s", timeout, st, v.BootID)
 				}
 				select {
 				case <-cmd.Context().Done():
