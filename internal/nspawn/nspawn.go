@@ -6,7 +6,10 @@
 // layer is a tmpfs (an upper directory on the host's disk would overlap / and is refused). In
 // it the container has its own /etc/systemd/system: a default target, the units under test,
 // and every unit of the host masked but the few a boot needs (journald, the shutdown
-// services); a new machine-id; a private tmpfs on /run/systemd. systemd-nspawn boots it with
+// services); a new machine-id; a private tmpfs on /run/systemd; its own copy of the package
+// database's files (dpkg in the container works while the host's changes). Note that
+// systemd-nspawn mounts a fresh /tmp in the container: files for it go elsewhere (Files,
+// Binds). systemd-nspawn boots it with
 // --boot --register=no --keep-unit --link-journal=no --console=read-only, sharing the host's
 // network, so servers on the host's loopback are reachable from inside. Everything is
 // queried through `nsenter -t <the container's PID 1> -a` (systemctl, journalctl), and the
@@ -124,7 +127,7 @@ func Check(t testing.TB) {
 // bootScript runs in the private mount namespace: the overlay, the container's own files, the
 // setup commands, then systemd-nspawn (exec: the process the test waits for).
 const bootScript = `set -eu
-work=$1; prep=$2; shift 2
+work=$1; prep=$2; cgroup=$3; shift 3
 mount -t tmpfs -o mode=0755 pcs-nspawn "$work/layer"
 mkdir "$work/layer/upper" "$work/layer/work"
 mount -t overlay pcs-nspawn -o "lowerdir=/,upperdir=$work/layer/upper,workdir=$work/layer/work" "$work/root"
@@ -133,7 +136,24 @@ export ROOT
 rm -rf "$ROOT/etc/systemd/system"
 cp -a "$prep/." "$ROOT/"
 mount -t tmpfs -o mode=0755 pcs-nspawn "$ROOT/run/systemd"
+# The package database's own files are copied into the root: the host's dpkg may rewrite them
+# meanwhile, and a lower-layer file changed under the overlay makes dpkg in the container fail
+# with "Stale file handle".
+if [ -d /var/lib/dpkg ]; then
+	for f in /var/lib/dpkg/*; do if [ -f "$f" ]; then cp -a "$f" "$ROOT$f"; fi; done
+	for d in updates triggers; do if [ -d "/var/lib/dpkg/$d" ]; then cp -a "/var/lib/dpkg/$d" "$ROOT/var/lib/dpkg/"; fi; done
+fi
 sh -eu "$work/setup.sh"
+# A cgroup of its own in every systemd hierarchy: without a host systemd, --keep-unit leaves
+# systemd-nspawn in this process's cgroup, where it makes payload/ for the container, and
+# containers started side by side would share payload/system.slice/<unit> (one's stop of a
+# unit killed the other's). The Go side removes these after the container.
+for h in /sys/fs/cgroup/systemd /sys/fs/cgroup/unified /sys/fs/cgroup; do
+	if [ -f "$h/cgroup.procs" ] && { [ "$h" != /sys/fs/cgroup ] || [ -f "$h/cgroup.controllers" ]; }; then
+		mkdir -p "$h/$cgroup"
+		echo $$ >"$h/$cgroup/cgroup.procs"
+	fi
+done
 date +%s%N >"$work/nspawn-started"
 exec systemd-nspawn -D "$ROOT" "$@"
 `
@@ -168,7 +188,7 @@ func Boot(ctx context.Context, t testing.TB, spec Spec) *Container {
 	}
 
 	c.notify = notifytest.Listen(t)
-	args := []string{"--mount", "--propagation", "private", "--", "sh", "-c", bootScript, "sh", work, prep,
+	args := []string{"--mount", "--propagation", "private", "--", "sh", "-c", bootScript, "sh", work, prep, c.cgroupName(),
 		"--boot", "--register=no", "--keep-unit", "--link-journal=no", "--console=read-only",
 		"--notify-ready=yes", "--setenv=" + ownerMarker + "=" + strconv.Itoa(os.Getpid())}
 	for _, b := range spec.Binds {
@@ -590,11 +610,33 @@ func (c *Container) cleanup() {
 			c.t.Errorf("nspawn: systemd-nspawn (pid %d) did not exit after SIGKILL", c.cmd.Process.Pid)
 		}
 	}
+	c.removeCgroups()
 	if c.t.Failed() && c.cmd != nil {
 		c.t.Logf("nspawn: console of the container:\n%s", tail(c.output.String(), 6000))
 	}
 	if err := os.RemoveAll(c.work); err != nil {
 		c.t.Errorf("nspawn: remove %s: %v", c.work, err)
+	}
+}
+
+// cgroupName is the container's own cgroup, under the root of each systemd hierarchy.
+func (c *Container) cgroupName() string { return filepath.Base(c.work) }
+
+// removeCgroups removes the container's cgroups (deepest first: systemd-nspawn and the
+// container's systemd made folders in them), now that no process is left in them.
+func (c *Container) removeCgroups() {
+	for _, h := range []string{"/sys/fs/cgroup/systemd", "/sys/fs/cgroup/unified", "/sys/fs/cgroup"} {
+		top := filepath.Join(h, c.cgroupName())
+		var dirs []string
+		_ = filepath.WalkDir(top, func(p string, d os.DirEntry, err error) error {
+			if err == nil && d.IsDir() {
+				dirs = append(dirs, p)
+			}
+			return nil
+		})
+		for i := len(dirs) - 1; i >= 0; i-- {
+			_ = os.Remove(dirs[i])
+		}
 	}
 }
 

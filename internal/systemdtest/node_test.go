@@ -193,11 +193,6 @@ func (n *node) spec() nspawn.Spec {
 		{Path: envStaged, Data: []byte(strings.Join(n.env, "\n") + "\n")},
 	}
 	setup := []string{
-		// The package database's own files are copied into the root first: the host's dpkg may
-		// rewrite them meanwhile (another test installing a package), and a file of overlayfs's
-		// lower layer changed under it makes dpkg fail with "Stale file handle".
-		`for f in /var/lib/dpkg/*; do if [ -f "$f" ]; then cp -a "$f" "$ROOT$f"; fi; done`,
-		`cp -a /var/lib/dpkg/updates /var/lib/dpkg/triggers "$ROOT/var/lib/dpkg/"`,
 		// --no-triggers: man-db's trigger (mandb over the whole machine) takes 30 s; the
 		// container is thrown away.
 		`DEBIAN_FRONTEND=noninteractive chroot "$ROOT" dpkg -i --no-triggers --force-confdef --force-confold ` + debInRoot + ` >/dev/null`,
