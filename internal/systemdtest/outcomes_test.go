@@ -402,3 +402,28 @@ func TestPoweroffDuringStage(t *testing.T) {
 		})
 	}
 }
+
+// TestInvalidConfiguration: a configuration document with a mistake: the executor exits 2
+// before anything runs, the unit fails, slurmd does not start (a node whose bootstrap could
+// not run takes no jobs), and the journal names the JSON path of the mistake.
+func TestInvalidConfiguration(t *testing.T) {
+	t.Parallel()
+	for _, m := range modes {
+		t.Run(m.String(), func(t *testing.T) {
+			t.Parallel()
+			ctx := testContext(t)
+			n := newNode(t, m)
+			n.files.Set("/config.json", []byte(`{"stages": {"nodeBootstrapped": [{"name": "x",
+				"scriptSource": {"scriptLocation": "`+n.srv.URL+`/x.sh"}, "executionPolicies": "EVERY_BOOT"}]}}`))
+			c := n.boot(ctx)
+			boot := c.WaitUnit(ctx, bootUnitOf(m), nspawn.Ended)
+			require.Equal(t, "failed/failed", state(boot), "%v", boot)
+			require.Equal(t, 2, boot.ExecMainStatus, "%v", boot)
+			requireSystem(t, ctx, c, "degraded")
+			require.Empty(t, c.MustShow(ctx, slurmdUnit).InvocationID, "slurmd started with an invalid configuration")
+			require.Contains(t, c.Journal(ctx, "-u", bootUnitOf(m), "-o", "cat"), "stages.nodeBootstrapped[0]")
+			require.Empty(t, n.runs())
+			n.poweroff(ctx, c)
+		})
+	}
+}
