@@ -113,7 +113,8 @@ func TestDaemonNotify(t *testing.T) {
 	require.Greater(t, iWait, iReady, "the registration wait shows in STATUS after READY=1:\n%s", dump)
 	require.Less(t, iWait, iReadyScript)
 
-	// EXTEND_TIMEOUT_USEC= every second (a third of 3 s) while the 2.5 s script runs.
+	// EXTEND_TIMEOUT_USEC= keeps coming while the 2.5 s script runs (every third of 3 s; the
+	// period itself is pinned with a fake clock in internal/boot's TestExtendTimeoutUntilReady).
 	during := 0
 	for _, l := range lines {
 		if strings.HasPrefix(l.text, "EXTEND_TIMEOUT_USEC=") {
@@ -123,7 +124,7 @@ func TestDaemonNotify(t *testing.T) {
 			}
 		}
 	}
-	require.GreaterOrEqual(t, during, 2, "EXTEND_TIMEOUT_USEC= during the long script (%s to %s):\n%s",
+	require.GreaterOrEqual(t, during, 1, "EXTEND_TIMEOUT_USEC= during the long script (%s to %s):\n%s",
 		longStart.Format(time.RFC3339Nano), longEnd.Format(time.RFC3339Nano), dump)
 
 	// The final status is the last word; never STOPPING=1.
