@@ -19,7 +19,10 @@ func TestDebUnderSystemd(t *testing.T) {
 	cur, older := builds(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	c := nspawn.Boot(ctx, t, nspawn.Spec{})
+	// The packages are copied into the container's root: the host's /tmp, where a clone may
+	// sit, is not the container's.
+	const oldDeb, curDeb = "/var/tmp/pcs-package-test/older.deb", "/var/tmp/pcs-package-test/current.deb"
+	c := nspawn.Boot(ctx, t, nspawn.Spec{Files: []nspawn.File{{Path: oldDeb, Src: older.deb}, {Path: curDeb, Src: cur.deb}}})
 	c.WaitSystem(ctx)
 	state := func(verb, unit string) string {
 		out, _ := c.Systemctl(ctx, verb, unit) // non-zero for disabled/inactive: the word says it
@@ -36,7 +39,7 @@ func TestDebUnderSystemd(t *testing.T) {
 		ready  = "pcs-lifecycle-ready.service"
 	)
 
-	c.MustRun(ctx, "dpkg", "--install", older.deb)
+	c.MustRun(ctx, "dpkg", "--install", oldDeb)
 	require.Equal(t, "enabled", state("is-enabled", daemon), "the preset enables daemon mode on the first install")
 	require.Equal(t, "disabled", state("is-enabled", boot))
 	require.Equal(t, "disabled", state("is-enabled", ready))
@@ -48,7 +51,7 @@ func TestDebUnderSystemd(t *testing.T) {
 	// The administrator chooses per-stage mode; the upgrade keeps it.
 	c.MustRun(ctx, "systemctl", "disable", daemon)
 	c.MustRun(ctx, "systemctl", "enable", boot, ready)
-	c.MustRun(ctx, "dpkg", "--install", cur.deb)
+	c.MustRun(ctx, "dpkg", "--install", curDeb)
 	require.Contains(t, c.MustRun(ctx, "dpkg-query", "-W", "-f", "${Version}", pkgName), cur.version)
 	require.Equal(t, "disabled", state("is-enabled", daemon), "the upgrade did not apply the preset again")
 	require.Equal(t, "enabled", state("is-enabled", boot))
