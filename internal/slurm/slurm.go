@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -108,36 +107,15 @@ func (c *Client) getenv(key string) (string, bool) {
 	return "", false
 }
 
-// resolve finds scontrol: a path as given, a name in the PATH of the client's environment.
+// resolve finds scontrol: a path as given, a name in the PATH of the client's environment
+// (programs.Look: never a relative directory of PATH).
 func (c *Client) resolve() (string, error) {
-	if strings.Contains(c.scontrol, "/") {
-		if err := executable(c.scontrol); err != nil {
-			return "", fmt.Errorf("%w: %w", ErrNotConfigured, err)
-		}
-		return c.scontrol, nil
-	}
 	path, _ := c.getenv("PATH")
-	for _, dir := range filepath.SplitList(path) {
-		if dir == "" || !filepath.IsAbs(dir) {
-			continue // never run a relative path found through PATH
-		}
-		p := filepath.Join(dir, c.scontrol)
-		if executable(p) == nil {
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("%w: %s not found in PATH %s", ErrNotConfigured, c.scontrol, path)
-}
-
-func executable(p string) error {
-	fi, err := os.Stat(p)
+	p, err := programs.Look(c.scontrol, path)
 	if err != nil {
-		return err
+		return "", fmt.Errorf("%w: %w", ErrNotConfigured, err)
 	}
-	if fi.IsDir() || fi.Mode()&0o111 == 0 {
-		return fmt.Errorf("%s: not an executable file", p)
-	}
-	return nil
+	return p, nil
 }
 
 // precheck reports a SLURM_CONF naming a file that does not exist at once: scontrol would
