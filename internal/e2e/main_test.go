@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/pcs-lifecycle/pcs-lifecycle/internal/testenv"
@@ -42,7 +41,7 @@ func mainWithCode(m *testing.M) int {
 	defer os.RemoveAll(workDir)
 	defer testenv.StopSharedS3()
 
-	modRoot, err := moduleRoot()
+	modRoot, err := testenv.ModuleRoot()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
@@ -68,17 +67,4 @@ func mainWithCode(m *testing.M) int {
 		return 1
 	}
 	return m.Run()
-}
-
-// moduleRoot is the folder of go.mod.
-func moduleRoot() (string, error) {
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		return "", fmt.Errorf("go env GOMOD: %w", err)
-	}
-	mod := strings.TrimSpace(string(out))
-	if mod == "" || mod == os.DevNull {
-		return "", fmt.Errorf("not inside a Go module")
-	}
-	return filepath.Dir(mod), nil
 }

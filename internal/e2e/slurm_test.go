@@ -412,7 +412,7 @@ func TestSlurmFailureComment(t *testing.T) {
 // prologPath is scripts/slurm-prolog.sh of this module.
 func prologPath(t testing.TB) string {
 	t.Helper()
-	root, err := moduleRoot()
+	root, err := testenv.ModuleRoot()
 	require.NoError(t, err)
 	p := filepath.Join(root, "scripts", "slurm-prolog.sh")
 	require.FileExists(t, p)

@@ -44,7 +44,7 @@ func mainWithCode(m *testing.M) int {
 	}
 	defer os.RemoveAll(workDir)
 	defer testenv.StopSharedS3()
-	modRoot, err := moduleRoot()
+	modRoot, err := testenv.ModuleRoot()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "perf:", err)
 		return 1
@@ -86,18 +86,6 @@ func goBuild(dir, out, pkg string) error {
 		return fmt.Errorf("go build %s: %v\n%s", pkg, err, b)
 	}
 	return nil
-}
-
-func moduleRoot() (string, error) {
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		return "", fmt.Errorf("go env GOMOD: %w", err)
-	}
-	mod := strings.TrimSpace(string(out))
-	if mod == "" || mod == os.DevNull {
-		return "", fmt.Errorf("not inside a Go module")
-	}
-	return filepath.Dir(mod), nil
 }
 
 // row is one line of the benchmark table.
